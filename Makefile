@@ -1,0 +1,74 @@
+# The two commands: `make run` and `make test`. Both create the virtualenv on first use.
+# Everything runs from this directory; Spark's metastore and warehouse live here (git-ignored).
+
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat constraints.txt pyproject.toml | cksum | cut -d' ' -f1)
+PIP_VERSION := 25.3
+
+# Every dbt and Spark process of this project: the repo's profiles.yml (override by exporting
+# DBT_PROFILES_DIR), Spark bound to loopback, Spark's log4j at WARN (conf/log4j2.properties).
+export DBT_PROFILES_DIR ?= $(CURDIR)
+export SPARK_LOCAL_IP ?= 127.0.0.1
+export SPARK_CONF_DIR ?= $(CURDIR)/conf
+export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
+
+.DEFAULT_GOAL := help
+.PHONY: help setup check run test lint parse pytest docs-serve dbt clean distclean lock
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+
+$(STAMP): constraints.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || \
+	  { echo "make: Python 3.11 is required as '$(PYTHON)' (set PYTHON=/path/to/python3.11)"; exit 1; }
+	@echo "Setting up $(VENV) (the first time downloads and builds PySpark, ~450 MB: a few minutes)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check pip==$(PIP_VERSION)
+	$(BIN)/pip install --quiet -c constraints.txt setuptools
+	$(BIN)/pip install --quiet --no-build-isolation -c constraints.txt -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+setup: $(STAMP) ## create the virtualenv and install the pinned dependencies
+
+check: setup ## check the machine: Java 17 for Spark
+	@$(BIN)/kappa-shop check
+
+run: check ## load the sample log, dbt build, dbt docs generate, print a summary
+	$(BIN)/kappa-shop build
+
+test: check lint parse pytest ## lint, dbt parse (warnings are errors), the pytest suite
+
+lint: setup ## sqlfluff on the SQL (sparksql), ruff on the Python
+	$(BIN)/sqlfluff lint models tests/dbt
+	$(BIN)/ruff check scripts tests
+	$(BIN)/ruff format --check scripts tests
+
+parse: setup ## dbt parse with warnings as errors
+	$(BIN)/dbt --warn-error parse --quiet
+
+pytest: setup ## the pytest suite: builds the project on a real Spark session
+	$(BIN)/pytest
+
+docs-serve: setup ## serve the generated docs on http://127.0.0.1:8080
+	@test -f target/index.html || { echo "make: no docs yet; run 'make run' first"; exit 1; }
+	$(BIN)/dbt docs serve --host 127.0.0.1 --port 8080 --no-browser
+
+dbt: setup ## run any dbt command: make dbt ARGS="build --select sessions"
+	$(BIN)/dbt $(ARGS)
+
+clean: ## remove the warehouse, metastore, dbt target and logs
+	rm -rf spark-warehouse metastore_db target logs derby.log .pytest_cache
+
+distclean: clean ## also remove the virtualenv
+	rm -rf $(VENV)
+
+lock: ## re-resolve the newest allowed versions into constraints.txt (review the diff)
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install --quiet pip==$(PIP_VERSION) setuptools
+	.venv-lock/bin/pip install --quiet -e '.[dev]'
+	{ head -n 2 constraints.txt; .venv-lock/bin/pip freeze --exclude-editable | grep -v '^-e'; \
+	  .venv-lock/bin/pip freeze --all | grep '^setuptools=='; } | sort -u -k1,1 > constraints.new
+	mv constraints.new constraints.txt && rm -rf .venv-lock

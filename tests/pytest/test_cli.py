@@ -1,0 +1,73 @@
+"""The command line: help that explains itself, and one clear line for ordinary mistakes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _kappa_shop(*arguments: str, path: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:
+    environment = {key: value for key, value in os.environ.items() if key != "JAVA_HOME"}
+    environment["PATH"] = path
+    return subprocess.run(
+        [sys.executable, "-m", "kappa_shop", *arguments],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_missing_java_is_one_line_saying_what_to_install(tmp_path):
+    result = _kappa_shop("build", path=str(tmp_path))
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Java 17" in lines[0]
+    assert "install" in lines[0]
+
+
+def test_too_old_java_is_refused_with_its_version(tmp_path):
+    fake_java = tmp_path / "java"
+    fake_java.write_text("#!/bin/sh\necho 'openjdk version \"11.0.21\" 2023-10-17' >&2\n")
+    fake_java.chmod(0o755)
+
+    result = _kappa_shop("check", path=str(tmp_path))
+
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "is Java 11" in result.stderr
+
+
+def test_check_reports_the_java_found():
+    result = _kappa_shop("check", path=os.environ["PATH"])
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok: Java ")
+
+
+def test_outside_a_project_is_one_line(tmp_path):
+    result = _kappa_shop("--project-dir", str(tmp_path), "check", path=os.environ["PATH"])
+
+    assert result.returncode == 1
+    assert "no dbt_project.yml" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_explains_every_subcommand_and_option():
+    top = _kappa_shop("--help", path=os.environ["PATH"])
+    build = _kappa_shop("build", "--help", path=os.environ["PATH"])
+
+    assert top.returncode == 0 and build.returncode == 0
+    for subcommand in ("check", "build"):
+        assert subcommand in top.stdout
+    for option in ("--target", "--no-docs"):
+        assert option in build.stdout
