@@ -60,7 +60,7 @@ dbt: setup ## run any dbt command: make dbt ARGS="build --select sessions"
 	$(BIN)/dbt $(ARGS)
 
 clean: ## remove the warehouse, metastore, dbt target and logs
-	rm -rf spark-warehouse metastore_db target logs derby.log .pytest_cache
+	rm -rf spark-warehouse metastore_db target logs derby.log data .pytest_cache
 
 distclean: clean ## also remove the virtualenv
 	rm -rf $(VENV)

@@ -1,10 +1,13 @@
 """The `kappa-shop` command: one entry point, one subcommand per job.
 
-    kappa-shop check     is this machine ready (Java for Spark)?
-    kappa-shop build     load the sample log, dbt build, dbt docs generate, summary
+    kappa-shop check      is this machine ready (Java 17 for Spark)?
+    kappa-shop generate   write a generated event log (arrival batches + manifest)
+    kappa-shop deliver    land arrival batches of a generated log in a landing zone
+    kappa-shop ingest     ingest landed files into the raw tables, exactly once
+    kappa-shop build      sample log -> raw tables, dbt build, dbt docs generate, summary
 
-Ordinary mistakes (no Java, not inside the project, a failed dbt command) end with one line
-on stderr and exit status 1, never a traceback.
+Ordinary mistakes (no Java, a bad option value, a missing directory, a failed dbt command)
+end with one line on stderr and exit status 1, never a traceback.
 """
 
 from __future__ import annotations
@@ -12,10 +15,56 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 
 from kappa_shop import __version__
 from kappa_shop.errors import KappaShopError
+from kappa_shop.generator import GeneratorConfig
+
+GENERATOR_HELP: dict[str, str] = {
+    "seed": "random seed: the same seed and options give the same bytes",
+    "events": "about how many valid events to generate (1,000 to 100,000,000; within a few %)",
+    "days": "length of the simulated period in days",
+    "start": "first day of the simulated period (UTC), YYYY-MM-DD",
+    "partitions": "partitions per topic",
+    "batches": "number of arrival batches the period is cut into",
+    "late_fraction": "fraction of events delivered late (minutes, hours, or a tail of days)",
+    "duplicate_fraction": "fraction of events redelivered (same event_id, new offset)",
+    "conflict_fraction": "fraction of events redelivered with a conflicting payload",
+    "malformed_fraction": "fraction of records malformed (spread over every malformed kind)",
+    "drift_fraction": "fraction of events carrying an unknown extra field (valid schema drift)",
+    "skewed_producer_fraction": "fraction of users whose device clock is skewed",
+    "max_clock_skew_seconds": "largest clock skew of a skewed device, either way",
+    "max_partition_lag_minutes": "largest steady lag of a topic-partition reaching storage",
+}
+
+
+def _parse_batches(text: str) -> list[int]:
+    """'3', '1-4', '1,3,5-7' -> batch numbers."""
+    numbers: list[int] = []
+    try:
+        for part in text.split(","):
+            if "-" in part:
+                first, last = (int(value) for value in part.split("-", 1))
+                numbers += range(first, last + 1)
+            else:
+                numbers.append(int(part))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a batch list: {text!r} (try 3, 1-4 or 1,3)"
+        ) from None
+    if not numbers or min(numbers) < 1:
+        raise argparse.ArgumentTypeError(f"batch numbers start at 1: {text!r}")
+    return numbers
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target",
+        default=None,
+        help="dbt target from profiles.yml: local (embedded Spark, the default) or cluster",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="kappa-shop",
         description=(
             "Tools for the kappa_shop dbt project: an append-only shop event log on Spark and "
-            "the incremental models derived from it."
+            "the models derived from it."
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -33,27 +82,95 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="the dbt project root (default: the nearest directory upward with dbt_project.yml)",
     )
-    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    subcommands.add_parser(
+    commands.add_parser(
         "check",
         help="check that this machine can run the project (Java 17 for Spark)",
         description="Check the prerequisites that pip cannot install: a Java 17 runtime.",
     )
 
-    build = subcommands.add_parser(
-        "build",
-        help="load the sample log, dbt build everything, generate the docs, print a summary",
+    generate = commands.add_parser(
+        "generate",
+        help="write a generated event log: arrival batches of landed files and a manifest",
         description=(
-            "Load the sample event log (seeds/sample_log) as the raw tables, run `dbt build` "
-            "on every derived model and test, run `dbt docs generate`, then print the tables "
-            "built with their row counts. All in one process, so Spark starts once."
+            "Simulate the shop and write its event log as a broker-to-storage sink would land "
+            "it: OUT/batch=NNNNNN/topics/<topic>/partition=<p>/*.jsonl for each arrival batch, "
+            "and OUT/manifest.json with the ground truth (counts per stream, per imperfection "
+            "and per batch). Deterministic for a seed; memory stays flat at any scale."
         ),
     )
-    build.add_argument(
-        "--target",
+    generate.add_argument(
+        "--out", type=Path, required=True, help="directory to write (new or empty)"
+    )
+    defaults = GeneratorConfig()
+    for config_field in fields(GeneratorConfig):
+        option = "--" + config_field.name.replace("_", "-")
+        default = getattr(defaults, config_field.name)
+        generate.add_argument(
+            option,
+            type=type(default),
+            default=default,
+            help=f"{GENERATOR_HELP[config_field.name]} (default: {default})",
+        )
+
+    deliver = commands.add_parser(
+        "deliver",
+        help="land arrival batches of a generated log in a landing zone",
+        description=(
+            "Copy the files of the chosen arrival batches of a generated log into a landing "
+            "zone, each file appearing whole. Safe to repeat."
+        ),
+    )
+    deliver.add_argument("--log", type=Path, required=True, help="a directory made by `generate`")
+    deliver.add_argument("--landing", type=Path, required=True, help="the landing zone to fill")
+    which = deliver.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--batches", type=_parse_batches, help="batch numbers, such as 3, 1-4 or 1,3,5-7"
+    )
+    which.add_argument("--all", action="store_true", help="every arrival batch of the log")
+
+    ingest = commands.add_parser(
+        "ingest",
+        help="ingest landed files into the raw tables, exactly once",
+        description=(
+            "Append every landed file not yet ingested to the raw tables (<schema>_raw.raw_"
+            "<topic>), one ingestion batch per streaming micro-batch, with a checkpoint: a run "
+            "killed at any point and run again neither skips nor doubles a record."
+        ),
+    )
+    ingest.add_argument("--landing", type=Path, required=True, help="the landing zone to read")
+    _add_target(ingest)
+    ingest.add_argument(
+        "--max-files-per-batch",
+        type=int,
         default=None,
-        help="dbt target from profiles.yml: local (embedded Spark, the default) or cluster",
+        help="cap the files of one ingestion batch (default: everything available at once)",
+    )
+    ingest.add_argument(
+        "--pause-between-writes",
+        type=float,
+        default=0.0,
+        help="seconds to sleep after each raw table write (fault-injection tests use this to "
+        "kill ingestion in the middle of a batch)",
+    )
+
+    build = commands.add_parser(
+        "build",
+        help="sample log -> raw tables, dbt build, dbt docs generate, summary",
+        description=(
+            "Put the sample event log in the raw tables (generated: generate, deliver and "
+            "ingest it batch by batch; seeds: load seeds/sample_log), run `dbt build` on every "
+            "derived model and test, run `dbt docs generate`, then print the tables with their "
+            "row counts. All in one process, so Spark starts once."
+        ),
+    )
+    _add_target(build)
+    build.add_argument(
+        "--log",
+        choices=("generated", "seeds"),
+        default="generated",
+        help="where the sample log comes from (default: generated)",
     )
     build.add_argument(
         "--no-docs", action="store_true", help="skip `dbt docs generate` (faster when iterating)"
@@ -64,19 +181,87 @@ def _parser() -> argparse.ArgumentParser:
 def _run(arguments: argparse.Namespace) -> int:
     from kappa_shop.environment import check_java, find_project_root, prepare_process_environment
 
+    command = arguments.command
+    if command == "generate":
+        return _generate(arguments)
+    if command == "deliver":
+        return _deliver(arguments)
+
     project_root = find_project_root(arguments.project_dir)
     java = check_java()
-    if arguments.command == "check":
+    if command == "check":
         print(f"ok: Java {java.major_version} at {java.executable}; project at {project_root}")
         return 0
 
     prepare_process_environment(project_root)
     from kappa_shop.dbt import DbtProject
-    from kappa_shop.pipeline import build, format_summary
 
     project = DbtProject(root=project_root, target=arguments.target)
-    print(format_summary(build(project, docs=not arguments.no_docs)))
+    if command == "ingest":
+        from kappa_shop.ingest import ingest
+        from kappa_shop.spark import session_for
+
+        if arguments.max_files_per_batch is not None and arguments.max_files_per_batch < 1:
+            raise KappaShopError("--max-files-per-batch must be at least 1")
+        spark = session_for(project.profiles_dir, project.target_name)
+        report = ingest(
+            spark,
+            arguments.landing,
+            project.raw_schema,
+            max_files_per_batch=arguments.max_files_per_batch,
+            pause_between_writes=arguments.pause_between_writes,
+        )
+        if not report.batches:
+            print(f"Nothing new to ingest in {arguments.landing}.")
+        else:
+            print(
+                f"Ingested {report.records:,} records in {len(report.batches)} batch(es) "
+                f"into {report.raw_schema}."
+            )
+        return 0
+
+    from kappa_shop.pipeline import build, format_summary
+
+    summary = build(project, docs=not arguments.no_docs, log_source=arguments.log)
+    print(format_summary(summary))
     return 0
+
+
+def _generate(arguments: argparse.Namespace) -> int:
+    from kappa_shop.generator import generate
+
+    config = GeneratorConfig(
+        **{field.name: getattr(arguments, field.name) for field in fields(GeneratorConfig)}
+    )
+    result = generate(config, arguments.out)
+    totals = result.manifest["totals"]
+    malformed = sum(totals["malformed"].values())
+    print(
+        f"Wrote {totals['records']:,} records ({totals['valid']:,} valid events, "
+        f"{totals['duplicate']:,} redeliveries, {totals['conflicting_duplicate']:,} conflicting, "
+        f"{malformed:,} malformed; {totals['late']:,} late) in {len(result.manifest['batches'])} "
+        f"arrival batches to {result.out_dir} in {result.seconds:.1f} s "
+        f"(peak memory {result.peak_rss_mib:.0f} MiB)."
+    )
+    return 0
+
+
+def _deliver(arguments: argparse.Namespace) -> int:
+    from kappa_shop.landing import batch_numbers, deliver
+
+    batches = batch_numbers(arguments.log) if arguments.all else arguments.batches
+    delivered = deliver(arguments.log, arguments.landing, batches)
+    print(
+        f"Delivered batch(es) {_describe(delivered.batches)}: {delivered.files_delivered} files "
+        f"landed in {arguments.landing}, {delivered.files_already_there} were already there."
+    )
+    return 0
+
+
+def _describe(batches: list[int]) -> str:
+    if len(batches) > 3 and batches == list(range(batches[0], batches[-1] + 1)):
+        return f"{batches[0]}-{batches[-1]}"
+    return ",".join(str(batch) for batch in batches)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,8 +7,9 @@ so the second and later commands start in about a second instead of again paying
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,28 @@ class DbtProject:
 
     root: Path
     target: str | None = None
+    profiles_dir: Path = field(
+        default_factory=lambda: Path(os.environ.get("DBT_PROFILES_DIR", ".")).resolve()
+    )
+
+    @property
+    def target_name(self) -> str:
+        """The target in use: the one asked for, else the profile's default."""
+        from kappa_shop.spark import default_target
+
+        return self.target or default_target(self.profiles_dir)
+
+    @property
+    def schema(self) -> str:
+        """The target's schema, where the models are built."""
+        from kappa_shop.spark import profile_output
+
+        return str(profile_output(self.profiles_dir, self.target_name)["schema"])
+
+    @property
+    def raw_schema(self) -> str:
+        """The schema of the raw tables: `<schema>_raw` (dbt's custom schema `raw`)."""
+        return f"{self.schema}_raw"
 
     def invoke(self, *arguments: str, extra: Sequence[str] = ()) -> Any:
         """Run one dbt command in this process and return dbt's result object.
@@ -31,6 +54,7 @@ class DbtProject:
         from dbt.cli.main import dbtRunner
 
         command = [*arguments, "--project-dir", str(self.root), *extra]
+        command += ["--profiles-dir", str(self.profiles_dir)]
         if self.target:
             command += ["--target", self.target]
         outcome = dbtRunner().invoke(command)

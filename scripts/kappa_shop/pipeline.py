@@ -1,22 +1,36 @@
-"""The main job: load the sample log, build every derived table, generate the docs, and say
-what was built.
+"""The main job: put the sample log in the raw tables, build every derived table, generate
+the docs, and say what was built.
 
-This is what `make run` calls (through `kappa-shop build`). All dbt commands run in one
-process so they share one SparkSession.
+This is what `make run` calls (through `kappa-shop build`). Everything runs in one process,
+so ingestion and every dbt command share one SparkSession.
+
+The sample log comes one of two ways:
+- `generated` (the default): the generator writes a small log (SAMPLE_LOG), which is
+  delivered to the landing zone and ingested one arrival batch at a time, as in production;
+- `seeds`: the hand-written canonical log in seeds/sample_log is loaded as the raw tables.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shutil
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from kappa_shop.dbt import DbtProject
+from kappa_shop.errors import KappaShopError
+from kappa_shop.generator import GeneratorConfig, generate, read_manifest
+from kappa_shop.ingest import BATCH_LOG_TABLE, ingest, ingested_tables
+from kappa_shop.landing import batch_numbers, deliver
+from kappa_shop.log_format import TOPICS
+from kappa_shop.spark import session_for
+
+SAMPLE_LOG = GeneratorConfig(seed=42, events=5_000, days=2.0, batches=6)
+LOG_SOURCES = ("generated", "seeds")
 
 
 @dataclass(frozen=True)
 class BuiltTable:
-    """A table the build produced, and how many rows it holds."""
+    """A table the build produced or read, and how many rows it holds."""
 
     name: str
     relation: str
@@ -28,26 +42,69 @@ class BuiltTable:
 class BuildSummary:
     """What one build did: tables with row counts, tests passed, where the docs are."""
 
+    log_source: str
     tables: list[BuiltTable]
     raw_tables: list[BuiltTable]
     tests_passed: int
     docs_index: Path | None
 
 
-def load_sample_log(project: DbtProject) -> Any:
-    """Load the canonical sample log (the seeds under seeds/sample_log) as the raw tables."""
-    return project.invoke("seed", "--selector", "sample_log")
+def data_dir(project: DbtProject) -> Path:
+    """Where the sample log and the landing zone live (git-ignored, removed by make clean)."""
+    return project.root / "data"
 
 
-def build(project: DbtProject, docs: bool = True) -> BuildSummary:
-    """Load the sample log, run `dbt build` on everything derived, and `dbt docs generate`."""
-    seed_result = load_sample_log(project)
+def prepare_sample_log(project: DbtProject, config: GeneratorConfig = SAMPLE_LOG) -> Path:
+    """Generate the sample log, unless the same one is already there (same config, same bytes)."""
+    log_dir = data_dir(project) / "sample-log"
+    manifest_path = log_dir / "manifest.json"
+    if manifest_path.is_file() and read_manifest(log_dir)["config"] == asdict(config):
+        return log_dir
+    if log_dir.exists():
+        shutil.rmtree(log_dir)
+    generate(config, log_dir)
+    return log_dir
+
+
+def load_generated_sample(project: DbtProject) -> None:
+    """Deliver the sample log to the landing zone and ingest it, one arrival batch at a time."""
+    spark = session_for(project.profiles_dir, project.target_name)
+    log_dir = prepare_sample_log(project)
+    landing_dir = data_dir(project) / "landing"
+    for batch in batch_numbers(log_dir):
+        delivered = deliver(log_dir, landing_dir, [batch])
+        if delivered.files_delivered:
+            print(f"Arrival batch {batch}: {delivered.files_delivered} files landed")
+        ingest(spark, landing_dir, project.raw_schema)
+
+
+def load_seed_sample(project: DbtProject) -> None:
+    """Load the canonical sample log (seeds/sample_log) as the raw tables, unless the raw
+    schema holds an ingested log (loading a seed drops the table it replaces)."""
+    spark = session_for(project.profiles_dir, project.target_name)
+    ingested = ingested_tables(spark, project.raw_schema)
+    if ingested:
+        raise KappaShopError(
+            f"{project.raw_schema} holds an ingested log ({', '.join(ingested)}); the seeds "
+            "would replace it. Load them into a schema of their own: "
+            "KAPPA_SHOP_SCHEMA=kappa_shop_seeded kappa-shop build --log seeds"
+        )
+    project.invoke("seed", "--selector", "sample_log")
+
+
+def build(project: DbtProject, docs: bool = True, log_source: str = "generated") -> BuildSummary:
+    """Put the sample log in the raw tables, run `dbt build`, and `dbt docs generate`."""
+    if log_source not in LOG_SOURCES:
+        raise KappaShopError(f"unknown log source {log_source!r}: use one of {LOG_SOURCES}")
+    if log_source == "generated":
+        load_generated_sample(project)
+    else:
+        load_seed_sample(project)
     build_result = project.invoke("build")
     if docs:
         # the default selector leaves seeds out; the docs describe the whole project
         project.invoke("docs", "generate", "--select", "fqn:*", "source:*")
 
-    raw_nodes = [result.node for result in seed_result.results]
     model_nodes = [
         result.node for result in build_result.results if result.node.resource_type == "model"
     ]
@@ -56,40 +113,43 @@ def build(project: DbtProject, docs: bool = True) -> BuildSummary:
         for result in build_result.results
         if result.node.resource_type in ("test", "unit_test") and str(result.status) == "pass"
     )
-    counts = _row_counts(project, [*raw_nodes, *model_nodes])
+    raw_relations = {
+        table: f"{project.raw_schema}.{table}"
+        for table in [*(topic.raw_table for topic in TOPICS), BATCH_LOG_TABLE]
+    }
+    model_relations = {node.name: node.relation_name for node in model_nodes}
+    counts = _row_counts(project, {**raw_relations, **model_relations})
     return BuildSummary(
-        tables=[_built_table(node, counts) for node in model_nodes],
-        raw_tables=[_built_table(node, counts) for node in raw_nodes],
+        log_source=log_source,
+        tables=[
+            BuiltTable(
+                node.name, node.relation_name, str(node.config.materialized), counts[node.name]
+            )
+            for node in model_nodes
+        ],
+        raw_tables=[
+            BuiltTable(name, relation, "raw", counts[name])
+            for name, relation in raw_relations.items()
+        ],
         tests_passed=tests_passed,
         docs_index=(project.root / "target" / "index.html") if docs else None,
     )
 
 
-def _built_table(node: Any, counts: dict[str, int]) -> BuiltTable:
-    return BuiltTable(
-        name=node.name,
-        relation=node.relation_name,
-        materialization=str(node.config.materialized),
-        rows=counts.get(node.name, 0),
-    )
-
-
-def _row_counts(project: DbtProject, nodes: list[Any]) -> dict[str, int]:
-    """Count the rows of each node's relation in one query through the target's connection."""
-    if not nodes:
-        return {}
+def _row_counts(project: DbtProject, relations: dict[str, str]) -> dict[str, int]:
+    """Count the rows of each relation in one query through the target's connection."""
     union = "\nunion all\n".join(
-        f"select '{node.name}' as node_name, count(*) as row_count from {node.relation_name}"
-        for node in nodes
+        f"select '{name}' as table_name, count(*) as row_count from {relation}"
+        for name, relation in relations.items()
     )
-    return {row["node_name"]: int(row["row_count"]) for row in project.query(union)}
+    return {row["table_name"]: int(row["row_count"]) for row in project.query(union)}
 
 
 def format_summary(summary: BuildSummary) -> str:
     """The closing lines of `make run`: tables built, their rows, where the docs are."""
     width = max(len(table.name) for table in [*summary.tables, *summary.raw_tables])
     lines = ["", "Summary", "-------"]
-    lines.append(f"Sample log loaded as raw tables ({len(summary.raw_tables)}):")
+    lines.append(f"Raw tables ({summary.log_source} sample log):")
     lines += [
         f"  {table.name:<{width}}  {table.rows:>10,} rows  {table.relation}"
         for table in summary.raw_tables

@@ -21,5 +21,5 @@ select *
 from consecutive
 where
     next_session_started_at is not null
-    and unix_timestamp(next_session_started_at) - unix_timestamp(session_ended_at)
-    <= {{ var("session_inactivity_gap_minutes") }} * 60
+    and unix_millis(next_session_started_at) - unix_millis(session_ended_at)
+    <= {{ var("session_inactivity_gap_minutes") }} * 60 * 1000

@@ -1,8 +1,9 @@
-"""Fixtures that build a private copy of the project on a real Spark session.
+"""Fixtures that run the project on a real Spark session.
 
-Spark's embedded Derby metastore admits one process per directory, so every pytest run builds
-its own copy of the project in a temporary directory. dbt runs in this process (dbtRunner),
-which starts one SparkSession and reuses it for every later dbt command and query.
+Spark's embedded Derby metastore admits one process per directory, so every pytest run works
+in its own copy of the project in a temporary directory. This process starts one
+SparkSession there (configured from profiles.yml, as dbt's `local` target is) and every
+ingestion and in-process dbt command of the run reuses it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,8 +23,15 @@ from kappa_shop.pipeline import BuildSummary, build
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOT_COPIED = shutil.ignore_patterns(
     ".venv*", ".git", "target", "logs", "spark-warehouse", "metastore_db", "derby.log",
-    "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info",
+    "data", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info",
 )  # fmt: skip
+
+
+def copy_project(destination: Path) -> Path:
+    """A copy of the repository (sources only), for a process of its own."""
+    shutil.copytree(REPO_ROOT, destination, ignore=NOT_COPIED)
+    (destination / "logs").mkdir(exist_ok=True)
+    return destination
 
 
 @dataclass
@@ -36,25 +45,24 @@ class BuiltProject:
 
 @pytest.fixture(scope="session")
 def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the repository whose metastore and warehouse no other process touches."""
-    destination = tmp_path_factory.mktemp("project") / "kappa_shop"
-    shutil.copytree(REPO_ROOT, destination, ignore=NOT_COPIED)
-    return destination
+    """The copy this pytest process runs Spark in; no other process touches its metastore."""
+    return copy_project(tmp_path_factory.mktemp("project") / "kappa_shop")
 
 
 @pytest.fixture(scope="session")
-def built_project(project_copy: Path) -> Iterator[BuiltProject]:
-    """The copy built exactly as `make run` builds it: sample log, dbt build, docs."""
+def spark(project_copy: Path) -> Iterator[Any]:
+    """The one SparkSession of this process, started in the project copy."""
+    from kappa_shop.spark import session_for
+
     previous_directory = Path.cwd()
     previous_environment = dict(os.environ)
     os.chdir(project_copy)  # Spark resolves the warehouse and metastore against the cwd
     os.environ["DBT_PROFILES_DIR"] = str(project_copy)
     os.environ["SPARK_CONF_DIR"] = str(project_copy / "conf")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    (project_copy / "logs").mkdir(exist_ok=True)
-    project = DbtProject(root=project_copy)
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ.pop("KAPPA_SHOP_SCHEMA", None)
     try:
-        yield BuiltProject(root=project_copy, dbt=project, summary=build(project))
+        yield session_for(project_copy, "local")
     finally:
         os.chdir(previous_directory)
         os.environ.clear()
@@ -62,8 +70,7 @@ def built_project(project_copy: Path) -> Iterator[BuiltProject]:
 
 
 @pytest.fixture(scope="session")
-def spark(built_project: BuiltProject):
-    """The SparkSession dbt started for the built project, for reading its tables directly."""
-    from pyspark.sql import SparkSession
-
-    return SparkSession.builder.getOrCreate()
+def built_project(spark: Any, project_copy: Path) -> BuiltProject:
+    """The copy built exactly as `make run` builds it: generated sample log, dbt build, docs."""
+    project = DbtProject(root=project_copy, profiles_dir=project_copy)
+    return BuiltProject(root=project_copy, dbt=project, summary=build(project))

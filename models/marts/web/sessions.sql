@@ -31,7 +31,7 @@ final as (
         exit_page_path,
         page_view_count,
         page_view_count = 1 as is_bounce,
-        unix_timestamp(session_ended_at) - unix_timestamp(session_started_at) as duration_seconds,
+        (unix_millis(session_ended_at) - unix_millis(session_started_at)) div 1000 as duration_seconds,
         -- timestamps
         session_started_at,
         session_ended_at

@@ -1,0 +1,227 @@
+"""Ingestion on a real Spark session: every landed line reaches its raw table exactly once,
+reconciled with the generator's manifest; reruns add nothing; a run killed with SIGKILL in
+the middle of a batch and run again leaves the same tables as a run never interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import copy_project
+from log_oracle import LandedLine, classify, landed_lines
+
+from kappa_shop.errors import KappaShopError
+from kappa_shop.generator import MALFORMED_KINDS, GeneratorConfig, generate
+from kappa_shop.ingest import ingest
+from kappa_shop.landing import batch_numbers, deliver
+from kappa_shop.log_format import TOPICS
+
+LOG = GeneratorConfig(
+    seed=5, events=15_000, days=2, batches=5, malformed_fraction=0.01, conflict_fraction=0.004
+)
+SCHEMA = "ingest_test_raw"
+
+
+def _rows(spark, relation: str) -> Counter:
+    frame = spark.table(relation) if "/" not in relation else spark.read.parquet(relation)
+    return Counter(
+        tuple(row)
+        for row in frame.select("_ingestion_batch_id", "_source_file", "raw_record").collect()
+    )
+
+
+@pytest.fixture(scope="module")
+def ingested(spark, tmp_path_factory):
+    """A generated log, delivered and ingested one arrival batch at a time."""
+    root = tmp_path_factory.mktemp("ingest")
+    log_dir, landing = root / "log", root / "landing"
+    generate(LOG, log_dir, progress=lambda message: None)
+    reports = []
+    for batch in batch_numbers(log_dir):
+        deliver(log_dir, landing, [batch])
+        reports.append(ingest(spark, landing, SCHEMA, progress=lambda message: None))
+    manifest = json.loads((log_dir / "manifest.json").read_text())
+    return log_dir, landing, manifest, reports
+
+
+def test_each_arrival_batch_becomes_one_ingestion_batch(ingested, spark):
+    _, _, manifest, reports = ingested
+    assert [[batch.ingestion_batch_id for batch in report.batches] for report in reports] == [
+        [number] for number in range(1, LOG.batches + 1)
+    ]
+    receipts = spark.sql(
+        f"select ingestion_batch_id, landed_file_count, landed_record_count "
+        f"from {SCHEMA}.raw_ingestion_batches order by ingestion_batch_id"
+    ).collect()
+    assert [tuple(row) for row in receipts] == [
+        (entry["batch"], entry["files"], entry["records"]) for entry in manifest["batches"]
+    ]
+
+
+def test_raw_tables_hold_every_landed_line_verbatim(ingested, spark):
+    log_dir, _, _, _ = ingested
+    expected: dict[str, Counter] = {topic.name: Counter() for topic in TOPICS}
+    for line in landed_lines(log_dir):
+        name = f"{line.topic}+{line.partition}+{line.file_first_offset:012d}.jsonl"
+        source_file = f"topics/{line.topic}/partition={line.partition}/{name}"
+        expected[line.topic][(line.batch, source_file, line.text)] += 1
+
+    for topic in TOPICS:
+        assert _rows(spark, f"{SCHEMA}.{topic.raw_table}") == expected[topic.name], topic.name
+
+
+def test_raw_rows_reconcile_with_the_manifest_per_stream_and_imperfection(ingested, spark):
+    _, _, manifest, _ = ingested
+    lines = []
+    for topic in TOPICS:
+        for batch, source_file, text in _rows(spark, f"{SCHEMA}.{topic.raw_table}").elements():
+            partition = int(source_file.split("/")[2].split("=")[1])
+            lines.append(LandedLine(batch, topic.name, partition, 0, text))
+    classified = classify(sorted(lines, key=lambda line: line.batch))
+
+    for topic in TOPICS:
+        expected = manifest["by_topic"][topic.name]
+        found = classified.counts[topic.name]
+        assert sum(found.values()) == expected["records"]
+        for category in ("valid", "duplicate", "conflicting_duplicate"):
+            assert found[category] == expected[category], (topic.name, category)
+        for kind in MALFORMED_KINDS:
+            assert found[kind] == expected["malformed"][kind], (topic.name, kind)
+        assert classified.drift[topic.name] == expected["schema_drift"]
+
+
+def test_running_again_with_nothing_new_adds_nothing(ingested, spark):
+    _, landing, manifest, _ = ingested
+    before = spark.table(f"{SCHEMA}.raw_web_events").count()
+
+    report = ingest(spark, landing, SCHEMA, progress=lambda message: None)
+
+    assert report.batches == []
+    assert spark.table(f"{SCHEMA}.raw_web_events").count() == before
+    assert before == manifest["by_topic"]["web_events"]["records"]
+
+
+def test_a_schema_follows_one_landing_directory(ingested, spark, tmp_path):
+    other = tmp_path / "other-landing"
+    (other / "topics").mkdir(parents=True)
+    with pytest.raises(KappaShopError, match="ingested from"):
+        ingest(spark, other, SCHEMA, progress=lambda message: None)
+
+
+def test_clear_errors_for_a_bad_landing_zone(spark, tmp_path):
+    with pytest.raises(KappaShopError, match="does not exist"):
+        ingest(spark, tmp_path / "missing", "ingest_errors_raw")
+    (tmp_path / "not-a-landing").mkdir()
+    with pytest.raises(KappaShopError, match="no topics/ folder"):
+        ingest(spark, tmp_path / "not-a-landing", "ingest_errors_raw")
+
+    unknown = tmp_path / "unknown" / "topics" / "clickstream" / "partition=0"
+    unknown.mkdir(parents=True)
+    (unknown / "clickstream+0+000000000000.jsonl").write_text('{"topic":"clickstream"}\n')
+    with pytest.raises(KappaShopError, match="unknown topic"):
+        ingest(spark, tmp_path / "unknown", "ingest_unknown_raw", progress=lambda message: None)
+    assert spark.table("ingest_unknown_raw.raw_ingestion_batches").count() == 0
+
+
+def test_refuses_raw_tables_it_did_not_create(spark, tmp_path):
+    spark.sql("create schema if not exists ingest_foreign_raw")
+    spark.sql(
+        "create table if not exists ingest_foreign_raw.raw_web_events (raw_record string, "
+        "_source_file string, _ingested_at timestamp, _ingestion_batch_id bigint) using parquet"
+    )
+    (tmp_path / "landing" / "topics").mkdir(parents=True)
+    with pytest.raises(KappaShopError, match="not created by ingestion"):
+        ingest(spark, tmp_path / "landing", "ingest_foreign_raw")
+
+
+def _ingest_command(project: Path, landing: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "kappa_shop",
+        "--project-dir",
+        str(project),
+        "ingest",
+        "--landing",
+        str(landing),
+        "--max-files-per-batch",
+        "10",
+        *extra,
+    ]
+
+
+def _environment(project: Path) -> dict[str, str]:
+    environment = dict(os.environ)
+    environment.update(
+        DBT_PROFILES_DIR=str(project),
+        SPARK_CONF_DIR=str(project / "conf"),
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYTHONUNBUFFERED="1",
+    )
+    environment.pop("KAPPA_SHOP_SCHEMA", None)
+    return environment
+
+
+def test_killed_mid_batch_then_rerun_equals_an_uninterrupted_run(spark, tmp_path):
+    # A separate project copy: its Spark runs in other processes, with their own metastore.
+    project = copy_project(tmp_path / "killed-project")
+    log_dir, landing = tmp_path / "log", tmp_path / "landing"
+    generate(GeneratorConfig(seed=9, events=4_000, days=1, batches=4), log_dir, lambda m: None)
+    deliver(log_dir, landing, batch_numbers(log_dir))
+    # distinct modification times: the file source orders a batch's files by them
+    for number, path in enumerate(sorted(landing.rglob("*.jsonl"))):
+        os.utime(path, (1_700_000_000 + number, 1_700_000_000 + number))
+    files = len(list(landing.rglob("*.jsonl")))
+    assert files > 30  # enough for several batches of 10 files
+
+    killed = subprocess.Popen(
+        _ingest_command(project, landing, "--pause-between-writes", "1"),
+        cwd=project,
+        env=_environment(project),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: Spark's JVM dies with it
+    )
+    seen = []
+    assert killed.stdout is not None
+    for line in killed.stdout:
+        seen.append(line)
+        if "(batch 3); pausing" in line:
+            break  # batch 3 has written its first table and is pausing before the next
+    os.killpg(killed.pid, signal.SIGKILL)
+    assert killed.wait(timeout=60) == -signal.SIGKILL, "".join(seen)
+    raw_dir = project / "spark-warehouse" / "kappa_shop_raw.db"
+    receipts = {path.name for path in (raw_dir / "raw_ingestion_batches").glob("*=*")}
+    # batch 3's receipt is written last: without it, the kill landed inside batch 3, after
+    # at least one of its tables
+    assert receipts == {"ingestion_batch_id=1", "ingestion_batch_id=2"}, "".join(seen)
+    assert list(raw_dir.glob("raw_*/_ingestion_batch_id=3")), "".join(seen)
+
+    rerun = subprocess.run(
+        _ingest_command(project, landing),
+        cwd=project,
+        env=_environment(project),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "ingestion batch 3:" in rerun.stdout  # the interrupted batch, replayed
+
+    reference = ingest(spark, landing, "uninterrupted_raw", max_files_per_batch=10)
+    assert len(reference.batches) >= 4
+    for topic in TOPICS:
+        recovered = _rows(spark, str(raw_dir / topic.raw_table))
+        assert recovered == _rows(spark, f"uninterrupted_raw.{topic.raw_table}"), topic.name
+    receipts = spark.read.parquet(str(raw_dir / "raw_ingestion_batches"))
+    assert sorted(row["ingestion_batch_id"] for row in receipts.collect()) == list(
+        range(1, len(reference.batches) + 1)
+    )
