@@ -45,11 +45,15 @@ class DbtProject:
         """The schema of the raw tables: `<schema>_raw` (dbt's custom schema `raw`)."""
         return f"{self.schema}_raw"
 
-    def invoke(self, *arguments: str, extra: Sequence[str] = ()) -> Any:
+    def invoke(
+        self, *arguments: str, extra: Sequence[str] = (), tolerate_failures: bool = False
+    ) -> Any:
         """Run one dbt command in this process and return dbt's result object.
 
         dbt prints its own progress lines. On failure, raises KappaShopError with one line
-        naming the command; dbt has already printed which nodes failed and why.
+        naming the command; dbt has already printed which nodes failed and why. With
+        `tolerate_failures`, a run that completed with failing nodes returns its result
+        instead (a run that could not run at all still raises).
         """
         from dbt.cli.main import dbtRunner
 
@@ -61,6 +65,8 @@ class DbtProject:
         if outcome.success:
             return outcome.result
         shown = " ".join(arguments)
+        if tolerate_failures and outcome.exception is None and outcome.result is not None:
+            return outcome.result
         if outcome.exception is not None:
             raise KappaShopError(f"`dbt {shown}` could not run: {_first_line(outcome.exception)}")
         raise KappaShopError(

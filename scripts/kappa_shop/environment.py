@@ -104,7 +104,12 @@ def prepare_process_environment(project_root: Path) -> None:
     - DBT_PROFILES_DIR: the profiles.yml in the repository.
     - SPARK_LOCAL_IP: bind Spark to loopback (no listening on other interfaces).
     - SPARK_CONF_DIR: conf/, whose log4j2.properties keeps Spark at WARN.
+
+    It also makes the project root the working directory: Spark resolves the warehouse and
+    the metastore (relative paths in profiles.yml) against it, so `--project-dir` from
+    anywhere reaches the project's own tables.
     """
+    os.chdir(project_root)
     os.environ.setdefault("DBT_PROFILES_DIR", str(project_root))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("SPARK_CONF_DIR", str(project_root / "conf"))

@@ -23,6 +23,7 @@ Output (`out/`):
 
     batch=000001/topics/<topic>/partition=<p>/<topic>+<p>+<first offset>.jsonl
     ...
+    batch=<N+1>/...    the stragglers: records that arrive after the period ends (late only)
     manifest.json      ground truth: counts per stream, per imperfection, per batch
 
 Memory: the simulation holds the open sessions and orders, one small state per user (capped
@@ -202,14 +203,19 @@ class _Writer:
         self.current_batch = 0
         self.files: dict[tuple[str, int], TextIO] = {}
         self.offsets: dict[tuple[str, int], int] = {}
+        # one more than asked for: the stragglers that arrive after the period has ended
         self.batch_records: list[dict[str, int]] = [
-            dict.fromkeys(TOPICS_BY_NAME, 0) for _ in range(config.batches)
+            dict.fromkeys(TOPICS_BY_NAME, 0) for _ in range(config.batches + 1)
         ]
-        self.batch_files: list[int] = [0] * config.batches
+        self.batch_files: list[int] = [0] * (config.batches + 1)
 
     def batch_of(self, landed_ms: int) -> int:
+        """Arrival batch of a record: its slice of the period, or the stragglers batch (one
+        past the last) when it lands after the period has ended; only late events do."""
+        if landed_ms >= self.config.end_ms:
+            return self.config.batches + 1
         index = math.floor((landed_ms - self.config.start_ms) / self.batch_span)
-        return min(max(index, 0), self.config.batches - 1) + 1
+        return max(index, 0) + 1
 
     def next_offset(self, topic: str, partition: int) -> int:
         key = (topic, partition)
@@ -838,8 +844,10 @@ def _manifest(config: GeneratorConfig, shop: _Shop) -> dict[str, Any]:
                 "files": writer.batch_files[number - 1],
                 "records": sum(writer.batch_records[number - 1].values()),
                 "records_by_topic": writer.batch_records[number - 1],
+                "stragglers_only": number == config.batches + 1,
             }
-            for number in range(1, config.batches + 1)
+            for number in range(1, config.batches + 2)
+            if number <= config.batches or writer.batch_files[number - 1]
         ],
         "partition_end_offsets": {
             f"{topic}/{partition}": offset

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 SCHEMA_VERSION = 1
 
@@ -41,62 +44,63 @@ class Topic:
         return f"raw_{self.name}"
 
 
+# Required payload fields and their JSON types, per topic and event type: read from the
+# `log_streams` var of dbt_project.yml, the one description the SQL validation shares.
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "array": list,
+}
+
+
+def _load_streams() -> dict[str, Any]:
+    project_file = Path(__file__).resolve().parents[2] / "dbt_project.yml"
+    return yaml.safe_load(project_file.read_text())["vars"]["log_streams"]
+
+
+_STREAMS = _load_streams()
+PAYLOAD_FIELDS: dict[str, dict[str, dict[str, type | tuple[type, ...]]]] = {
+    topic: {
+        event_type: {name: _JSON_TYPES[kind] for name, kind in fields.items()}
+        for event_type, fields in stream["event_types"].items()
+    }
+    for topic, stream in _STREAMS.items()
+}
+
 TOPICS: tuple[Topic, ...] = (
-    Topic("web_events", "user_id", "app events: page views and add-to-cart, keyed by user"),
-    Topic("searches", "user_id", "site searches with the products shown, keyed by user"),
-    Topic("search_clicks", "user_id", "clicks on search results, keyed by user"),
-    Topic("order_events", "order_id", "order lifecycle events, keyed by order"),
-    Topic("inventory_changes", "product_id", "stock changes per product, keyed by product"),
+    Topic(
+        "web_events",
+        _STREAMS["web_events"]["key_field"],
+        "app events: page views and add-to-cart, keyed by user",
+    ),
+    Topic(
+        "searches",
+        _STREAMS["searches"]["key_field"],
+        "site searches with the products shown, keyed by user",
+    ),
+    Topic(
+        "search_clicks",
+        _STREAMS["search_clicks"]["key_field"],
+        "clicks on search results, keyed by user",
+    ),
+    Topic(
+        "order_events",
+        _STREAMS["order_events"]["key_field"],
+        "order lifecycle events, keyed by order",
+    ),
+    Topic(
+        "inventory_changes",
+        _STREAMS["inventory_changes"]["key_field"],
+        "stock changes per product, keyed by product",
+    ),
     Topic(
         "user_profile_changes",
-        "user_id",
+        _STREAMS["user_profile_changes"]["key_field"],
         "change log of the user-profile database (create/update/delete with an LSN)",
     ),
 )
 TOPICS_BY_NAME: dict[str, Topic] = {topic.name: topic for topic in TOPICS}
-
-# Required payload fields and their JSON types, per topic and event type. A record missing one
-# of these, or holding the wrong type, is malformed.
-PAYLOAD_FIELDS: dict[str, dict[str, dict[str, type | tuple[type, ...]]]] = {
-    "web_events": {
-        "page_view": {"user_id": str, "page_path": str},
-        "add_to_cart": {"user_id": str, "product_id": str, "quantity": int, "unit_price": float},
-    },
-    "searches": {
-        "search": {"user_id": str, "search_id": str, "query": str, "result_product_ids": list},
-    },
-    "search_clicks": {
-        "search_result_click": {
-            "user_id": str,
-            "query": str,
-            "position": int,
-            "product_id": str,
-        },
-    },
-    "order_events": {
-        "order_placed": {
-            "order_id": str,
-            "user_id": str,
-            "items": list,
-            "amount": float,
-            "currency": str,
-        },
-        "payment_failed": {"order_id": str, "user_id": str, "amount": float, "reason": str},
-        "order_paid": {"order_id": str, "user_id": str, "amount": float},
-        "order_shipped": {"order_id": str, "user_id": str, "carrier": str},
-        "order_cancelled": {"order_id": str, "user_id": str, "reason": str},
-    },
-    "inventory_changes": {
-        "restock": {"product_id": str, "quantity_delta": int},
-        "reservation": {"product_id": str, "quantity_delta": int, "order_id": str},
-        "release": {"product_id": str, "quantity_delta": int, "order_id": str},
-    },
-    "user_profile_changes": {
-        "user_created": {"lsn": int, "user_id": str, "email": str, "country": str, "tier": str},
-        "user_updated": {"lsn": int, "user_id": str, "email": str, "country": str, "tier": str},
-        "user_deleted": {"lsn": int, "user_id": str},
-    },
-}
 
 ENVELOPE_FIELDS: tuple[str, ...] = (
     "topic",
@@ -110,7 +114,8 @@ ENVELOPE_FIELDS: tuple[str, ...] = (
     "payload",
 )
 
-# A record longer than this (in UTF-8 bytes) is oversize: the staging layer quarantines it.
+# A record longer than this (in UTF-8 bytes) is oversize: the staging layer quarantines it
+# (dbt var `max_record_bytes`).
 MAX_RECORD_BYTES = 8_192
 
 

@@ -4,7 +4,12 @@
 with
 
 page_views as (
-    select * from {{ ref('stg_web__page_views') }}
+    select
+        web_event_id as page_view_id,
+        user_id,
+        occurred_at as viewed_at
+    from {{ ref('stg_web__events') }}
+    where event_type = 'page_view'
 ),
 
 sessions as (

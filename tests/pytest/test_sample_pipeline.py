@@ -10,6 +10,7 @@ from datetime import timedelta
 from itertools import pairwise
 
 import pytest
+import yaml
 from log_oracle import classify, landed_lines, page_view_sessions, seed_lines
 
 from kappa_shop.errors import KappaShopError
@@ -45,7 +46,14 @@ def test_summary_reports_every_raw_table_and_model(built_project, sample_log):
     for topic in TOPICS:
         assert raw[topic.raw_table] == manifest["by_topic"][topic.name]["records"]
     assert raw["raw_ingestion_batches"] == len(manifest["batches"])
-    assert set(built) == {"stg_web__page_views", "sessions"}
+    streams = yaml.safe_load((built_project.root / "dbt_project.yml").read_text())["vars"][
+        "log_streams"
+    ]
+    expected_models = {"sessions", "ingestion_lateness", "stg_log__quarantined_records"}
+    expected_models |= {"stg_log__delivery_outcomes"}
+    for stream in streams.values():
+        expected_models |= {stream["deliveries_model"], stream["staged_model"]}
+    assert set(built) == expected_models
     assert built_project.summary.tests_passed > 0
     assert (built_project.root / "target" / "index.html").is_file()
     catalog = json.loads((built_project.root / "target" / "catalog.json").read_text())
@@ -61,7 +69,8 @@ def test_staging_keeps_exactly_the_first_valid_delivery(built_project, spark, sa
         if record["event_type"] == "page_view"
     }
     staged = spark.sql(
-        "select page_view_id, user_id, page_path from kappa_shop.stg_web__page_views"
+        "select web_event_id, user_id, page_path from kappa_shop.stg_web__events "
+        "where event_type = 'page_view'"
     ).collect()
 
     assert len(staged) == len(expected)

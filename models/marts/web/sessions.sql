@@ -1,7 +1,13 @@
 with
 
 page_views as (
-    select * from {{ ref('stg_web__page_views') }}
+    select
+        web_event_id as page_view_id,
+        user_id,
+        page_path,
+        occurred_at as viewed_at
+    from {{ ref('stg_web__events') }}
+    where event_type = 'page_view'
 ),
 
 sessionized as (

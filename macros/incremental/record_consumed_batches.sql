@@ -1,0 +1,23 @@
+{% macro record_consumed_batches(relation, first_batch_id, last_batch_id, full_refresh) %}
+    {#- Commit the batches a run consumed to the ledger, after the model's table is written.
+        A full refresh replaces the model's ledger; an incremental run adds one range. A run that
+        dies before this point is redone in full next time, which rewrites the same partitions:
+        nothing is skipped or doubled. -#}
+    {% set ledger = batch_ledger(relation.schema) %}
+    {% if full_refresh %}
+        {% call statement('forget_consumed_batches') %}
+            alter table {{ ledger }} drop if exists partition (model_name = '{{ relation.identifier }}')
+        {% endcall %}
+    {% endif %}
+    {% if first_batch_id <= last_batch_id %}
+        {% call statement('record_consumed_batches') %}
+            insert overwrite table {{ ledger }} partition (model_name, first_batch_id)
+            select
+                cast({{ last_batch_id }} as bigint) as last_batch_id,
+                '{{ "full_refresh" if full_refresh else "incremental" }}' as refresh_mode,
+                current_timestamp() as recorded_at,
+                '{{ relation.identifier }}' as model_name,
+                cast({{ first_batch_id }} as bigint) as first_batch_id
+        {% endcall %}
+    {% endif %}
+{% endmacro %}

@@ -1,0 +1,122 @@
+{% macro stage_deliveries(raw_relation, topic) %}
+    {#- Every delivery (raw row) of the new ingestion batches of one topic, parsed once into
+        VARIANT, with the envelope typed and `invalid_reason` saying why a record is malformed
+        (null when it is valid). The rules come from var `log_streams`; the first that fails
+        names the reason:
+        not_json, oversize_record, missing_required_field (envelope), null_key,
+        unknown_event_type, missing_required_field (payload), wrong_type,
+        unparseable_event_time, event_time_in_future (year 2100 or later),
+        event_time_before_epoch. -#}
+    {%- set stream = var('log_streams')[topic] -%}
+    {%- set event_types = stream['event_types'] -%}
+with
+
+deliveries as (
+    select * from {{ raw_relation }}
+    where {{ in_new_batches('_ingestion_batch_id') }}
+),
+
+parsed as (
+    select
+        try_parse_json(raw_record) as record,
+        octet_length(raw_record) as record_bytes,
+        raw_record,
+        _source_file,
+        _ingested_at,
+        _ingestion_batch_id
+    from deliveries
+),
+
+envelope as (
+    select
+        try_variant_get(record, '$.event_id', 'string') as event_id,
+        try_variant_get(record, '$.event_type', 'string') as event_type,
+        try_variant_get(record, '$.key', 'string') as partition_key,
+        try_variant_get(record, '$.event_time', 'string') as event_time,
+        to_timestamp(
+            try_variant_get(record, '$.event_time', 'string'), "yyyy-MM-dd'T'HH:mm:ss.SSSX"
+        ) as occurred_at,
+        try_variant_get(record, '$.partition', 'int') as log_partition,
+        try_variant_get(record, '$.offset', 'bigint') as log_offset,
+        try_variant_get(record, '$.schema_version', 'int') as schema_version,
+        variant_get(record, '$.payload') as payload,
+        record,
+        record_bytes,
+        raw_record,
+        _source_file,
+        _ingested_at,
+        _ingestion_batch_id
+    from parsed
+),
+
+classified as (
+    select
+        *,
+        case
+            when record is null then 'not_json'
+            when record_bytes > {{ var('max_record_bytes') }} then 'oversize_record'
+            when
+                variant_get(record, '$.event_id') is null
+                or variant_get(record, '$.event_time') is null
+                or log_partition is null
+                or log_offset is null
+                then 'missing_required_field'
+            when schema_of_variant(variant_get(record, '$.key')) is distinct from 'STRING'
+                then 'null_key'
+            when event_type is null
+                or event_type not in ('{{ event_types.keys() | list | join("', '") }}')
+                then 'unknown_event_type'
+            {%- for event_type, fields in event_types.items() %}
+            when event_type = '{{ event_type }}' and (
+                {%- for name in fields %}
+                variant_get(payload, '$.{{ name }}') is null{{ ' or' if not loop.last }}
+                {%- endfor %}
+            ) then 'missing_required_field'
+            when event_type = '{{ event_type }}' and not (
+                {%- for name, json_type in fields.items() %}
+                {{ json_type_check("variant_get(payload, '$." ~ name ~ "')", json_type) }}{{ ' and' if not loop.last }}
+                {%- endfor %}
+            ) then 'wrong_type'
+            {%- endfor %}
+            when schema_of_variant(variant_get(record, '$.event_id')) != 'STRING'
+                then 'wrong_type'
+            when occurred_at is null then 'unparseable_event_time'
+            when occurred_at >= timestamp '2100-01-01 00:00:00' then 'event_time_in_future'
+            when occurred_at < timestamp '1970-01-01 00:00:00' then 'event_time_before_epoch'
+        end as invalid_reason
+    from envelope
+),
+
+final as (
+    select
+        -- ids
+        event_id,
+        partition_key,
+        -- attributes
+        '{{ topic }}' as topic,
+        event_type,
+        schema_version,
+        payload,
+        -- what a redelivery must repeat to be a duplicate rather than a conflict
+        sha2(to_json(named_struct(
+            'key', variant_get(record, '$.key'),
+            'event_type', variant_get(record, '$.event_type'),
+            'event_time', variant_get(record, '$.event_time'),
+            'payload', payload
+        )), 256) as content_hash,
+        invalid_reason,
+        raw_record,
+        record_bytes,
+        -- timestamps
+        occurred_at,
+        -- pipeline metadata
+        log_partition,
+        log_offset,
+        _source_file,
+        _ingested_at,
+        _ingestion_batch_id
+    from classified
+)
+
+select * from final
+{%- endmacro %}

@@ -1,0 +1,1 @@
+{{ stage_deliveries(source('inventory', 'inventory_changes'), 'inventory_changes') }}

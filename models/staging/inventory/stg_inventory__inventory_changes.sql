@@ -1,0 +1,31 @@
+with
+
+outcomes as (
+    {{ delivery_outcomes(ref('stg_inventory__inventory_change_deliveries')) }}
+),
+
+accepted as (
+    select * from outcomes
+    where outcome = 'accepted'
+),
+
+final as (
+    select
+        -- ids
+        event_id as inventory_change_id,
+        try_variant_get(payload, '$.product_id', 'string') as product_id,
+        try_variant_get(payload, '$.order_id', 'string') as order_id,
+        -- attributes
+        event_type,
+        try_variant_get(payload, '$.quantity_delta', 'int') as quantity_delta,
+        -- timestamps
+        occurred_at,
+        -- pipeline metadata
+        log_partition as _log_partition,
+        log_offset as _log_offset,
+        _ingested_at,
+        _ingestion_batch_id
+    from accepted
+)
+
+select * from final

@@ -1,0 +1,1 @@
+{{ stage_deliveries(source('orders', 'order_events'), 'order_events') }}

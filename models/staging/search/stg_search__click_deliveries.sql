@@ -1,0 +1,1 @@
+{{ stage_deliveries(source('search', 'clicks'), 'search_clicks') }}

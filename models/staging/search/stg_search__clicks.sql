@@ -1,0 +1,31 @@
+with
+
+outcomes as (
+    {{ delivery_outcomes(ref('stg_search__click_deliveries')) }}
+),
+
+accepted as (
+    select * from outcomes
+    where outcome = 'accepted'
+),
+
+final as (
+    select
+        -- ids
+        event_id as search_click_id,
+        try_variant_get(payload, '$.user_id', 'string') as user_id,
+        try_variant_get(payload, '$.product_id', 'string') as product_id,
+        -- attributes
+        try_variant_get(payload, '$.query', 'string') as search_query,
+        try_variant_get(payload, '$.position', 'int') as result_position,
+        -- timestamps
+        occurred_at,
+        -- pipeline metadata
+        log_partition as _log_partition,
+        log_offset as _log_offset,
+        _ingested_at,
+        _ingestion_batch_id
+    from accepted
+)
+
+select * from final

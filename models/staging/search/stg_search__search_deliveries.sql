@@ -1,0 +1,1 @@
+{{ stage_deliveries(source('search', 'searches'), 'searches') }}

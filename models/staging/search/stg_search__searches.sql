@@ -1,0 +1,32 @@
+with
+
+outcomes as (
+    {{ delivery_outcomes(ref('stg_search__search_deliveries')) }}
+),
+
+accepted as (
+    select * from outcomes
+    where outcome = 'accepted'
+),
+
+final as (
+    select
+        -- ids
+        event_id as search_event_id,
+        try_variant_get(payload, '$.search_id', 'string') as search_id,
+        try_variant_get(payload, '$.user_id', 'string') as user_id,
+        -- attributes
+        try_variant_get(payload, '$.query', 'string') as search_query,
+        try_variant_get(payload, '$.result_product_ids', 'array<string>') as result_product_ids,
+        size(try_variant_get(payload, '$.result_product_ids', 'array<string>')) as result_count,
+        -- timestamps
+        occurred_at,
+        -- pipeline metadata
+        log_partition as _log_partition,
+        log_offset as _log_offset,
+        _ingested_at,
+        _ingestion_batch_id
+    from accepted
+)
+
+select * from final

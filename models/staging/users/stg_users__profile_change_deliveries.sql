@@ -1,0 +1,1 @@
+{{ stage_deliveries(source('users', 'profile_changes'), 'user_profile_changes') }}

@@ -1,0 +1,1 @@
+{{ stage_deliveries(source('web', 'events'), 'web_events') }}

@@ -1,0 +1,33 @@
+with
+
+outcomes as (
+    {{ delivery_outcomes(ref('stg_web__event_deliveries')) }}
+),
+
+accepted as (
+    select * from outcomes
+    where outcome = 'accepted'
+),
+
+final as (
+    select
+        -- ids
+        event_id as web_event_id,
+        try_variant_get(payload, '$.user_id', 'string') as user_id,
+        try_variant_get(payload, '$.product_id', 'string') as product_id,
+        -- attributes
+        event_type,
+        try_variant_get(payload, '$.page_path', 'string') as page_path,
+        try_variant_get(payload, '$.quantity', 'int') as quantity,
+        try_variant_get(payload, '$.unit_price', 'decimal(12, 2)') as unit_price,
+        -- timestamps
+        occurred_at,
+        -- pipeline metadata
+        log_partition as _log_partition,
+        log_offset as _log_offset,
+        _ingested_at,
+        _ingestion_batch_id
+    from accepted
+)
+
+select * from final

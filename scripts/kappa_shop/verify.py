@@ -1,0 +1,374 @@
+"""The proof: every incremental model equals a full refresh, whatever the arrival schedule.
+
+1. Generate a log with every imperfection (seed, scale).
+2. Deliver its arrival batches in K rounds, in a random order (seeded): rounds of several
+   batches, batches delivered before older ones, the stragglers-only batch (late events only)
+   and a round that redelivers an already delivered batch whole (duplicates only).
+3. After each round: ingest, then an incremental `dbt build` (data tests included, unit tests
+   left out: the proof must catch on its own what they would) into <prefix>_incremental.
+   One round's build runs twice (idempotence); and at the end each model's last recorded run
+   is forgotten and redone, as after a crash between writing a table and committing its
+   batches: nothing may change.
+4. `dbt build --full-refresh` over the same raw tables into <prefix>_full.
+5. Diff every model of the two schemas, key by key where the model declares its grain
+   (`meta.grain`), row for row otherwise. Any difference fails the proof.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kappa_shop.dbt import DbtProject
+from kappa_shop.errors import KappaShopError
+from kappa_shop.generator import GeneratorConfig, generate, read_manifest
+from kappa_shop.ingest import ingest
+from kappa_shop.landing import deliver
+from kappa_shop.spark import session_for
+
+REDELIVERY = "redelivery"
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    """The knobs of one proof run."""
+
+    seed: int = 1
+    events: int = 3_000
+    rounds: int = 5
+    target: str | None = None
+    table_format: str = "parquet"
+    schema_prefix: str = "verify"
+
+    def validate(self) -> None:
+        if self.events < 100:
+            raise KappaShopError(f"--events must be at least 100 (got {self.events})")
+        if not 2 <= self.rounds <= 50:
+            raise KappaShopError(f"--rounds must be 2..50 (got {self.rounds})")
+        if self.table_format != "parquet":
+            raise KappaShopError(
+                f"table format {self.table_format!r} is not supported yet: only parquet"
+            )
+
+
+@dataclass(frozen=True)
+class Round:
+    """One delivery round: generator batches to land, or one batch to land again whole."""
+
+    batches: tuple[int, ...]
+    kind: str = "arrival"  # or REDELIVERY
+
+
+@dataclass
+class ModelDiff:
+    """How one model's incremental table compares with its full refresh."""
+
+    model: str
+    grain: list[str]
+    incremental_rows: int
+    full_rows: int
+    only_in_incremental: int
+    only_in_full: int
+    differing: int
+    sample: list[str] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return not (self.only_in_incremental or self.only_in_full or self.differing)
+
+
+@dataclass
+class VerifyReport:
+    """The outcome of a proof run."""
+
+    config: VerifyConfig
+    schedule: list[Round]
+    diffs: list[ModelDiff]
+    idempotence_failures: list[str]
+    failed_tests: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return (
+            all(diff.equal for diff in self.diffs)
+            and not self.idempotence_failures
+            and not self.failed_tests
+        )
+
+
+def plan_schedule(batch_numbers: list[int], rounds: int, seed: int) -> list[Round]:
+    """Cut the arrival batches into `rounds` delivery rounds in a shuffled order, plus one
+    round that redelivers an already delivered batch (duplicates only)."""
+    rng = random.Random(seed * 7919 + 17)
+    order = list(batch_numbers)
+    # keep rough time order but let batches overtake each other: sort by a jittered position
+    order.sort(key=lambda number: number + rng.uniform(-2.5, 2.5))
+    arrival_rounds = max(1, rounds - 1)
+    cuts = sorted(rng.sample(range(1, len(order)), min(arrival_rounds - 1, len(order) - 1)))
+    groups = [order[start:end] for start, end in zip([0, *cuts], [*cuts, len(order)], strict=True)]
+    schedule = [Round(tuple(group)) for group in groups]
+    position = rng.randint(1, len(schedule))
+    delivered = [number for entry in schedule[:position] for number in entry.batches]
+    schedule.insert(position, Round((rng.choice(delivered),), REDELIVERY))
+    return schedule
+
+
+def _redeliver(log_dir: Path, landing_dir: Path, batch: int, round_number: int) -> int:
+    """Land a batch's files again under new names: the same records, delivered twice."""
+    manifest = read_manifest(log_dir)
+    directory = next(entry["directory"] for entry in manifest["batches"] if entry["batch"] == batch)
+    count = 0
+    for source in sorted((log_dir / directory).rglob("*.jsonl")):
+        relative = source.relative_to(log_dir / directory)
+        target = landing_dir / relative.with_name(f"{source.stem}.redelivery-{round_number}.jsonl")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        hidden = target.with_name(f".{target.name}.partial")
+        shutil.copyfile(source, hidden)
+        os.replace(hidden, target)
+        count += 1
+    return count
+
+
+def _checksums(spark: Any, schema: str, models: list[str]) -> dict[str, tuple[int, int]]:
+    """Row count and an order-independent checksum of every model table."""
+    sums = {}
+    for model in models:
+        row = spark.sql(
+            f"select count(*) as n, coalesce(sum(cast(xxhash64(to_json(struct(*))) "
+            f"as decimal(38, 0))), 0) as checksum from {schema}.{model}"
+        ).first()
+        sums[model] = (int(row["n"]), int(row["checksum"]))
+    return sums
+
+
+def _comparable(frame: Any) -> Any:
+    """The frame with VARIANT columns as JSON text (VARIANT has no equality in Spark)."""
+    from pyspark.sql import functions as F
+
+    columns = []
+    for column in frame.schema.fields:
+        if column.dataType.typeName() == "variant":
+            columns.append(F.to_json(F.col(column.name)).alias(column.name))
+        else:
+            columns.append(F.col(column.name))
+    return frame.select(*columns)
+
+
+def diff_model(spark: Any, model: str, grain: list[str], left: str, right: str) -> ModelDiff:
+    """Compare `left.model` (incremental) with `right.model` (full refresh)."""
+    from pyspark.sql import functions as F
+
+    incremental = _comparable(spark.table(f"{left}.{model}"))
+    full = _comparable(spark.table(f"{right}.{model}"))
+    only_incremental = incremental.exceptAll(full)
+    only_full = full.exceptAll(incremental)
+    diff = ModelDiff(
+        model=model,
+        grain=grain,
+        incremental_rows=incremental.count(),
+        full_rows=full.count(),
+        only_in_incremental=0,
+        only_in_full=0,
+        differing=0,
+    )
+    if grain:
+        both = only_incremental.alias("i").join(
+            only_full.alias("f"),
+            on=[F.col(f"i.{key}").eqNullSafe(F.col(f"f.{key}")) for key in grain],
+        )
+        diff.differing = both.count()
+        diff.only_in_incremental = only_incremental.join(only_full, grain, "left_anti").count()
+        diff.only_in_full = only_full.join(only_incremental, grain, "left_anti").count()
+    else:
+        diff.only_in_incremental = only_incremental.count()
+        diff.only_in_full = only_full.count()
+    columns = incremental.columns[:6]
+    for label, frame in (("incremental", only_incremental), ("full", only_full)):
+        for row in frame.select(*columns).limit(2).collect():
+            diff.sample.append(f"only in {label}: " + json.dumps(row.asDict(), default=str)[:300])
+    return diff
+
+
+def verify(
+    project: DbtProject,
+    config: VerifyConfig,
+    work_dir: Path,
+    progress: Callable[[str], None] = print,
+) -> VerifyReport:
+    """Run the proof; return its report (the caller decides the exit status)."""
+    config.validate()
+    prefix = f"{config.schema_prefix}_{config.seed}"
+    raw_schema, incremental_schema, full_schema = (
+        f"{prefix}_raw",
+        f"{prefix}_incremental",
+        f"{prefix}_full",
+    )
+    if work_dir.exists():
+        shutil.rmtree(work_dir)
+    log_dir, landing_dir = work_dir / "log", work_dir / "landing"
+    spark = session_for(project.profiles_dir, project.target_name)
+    for schema in (raw_schema, incremental_schema, full_schema):
+        spark.sql(f"drop schema if exists {schema} cascade")
+    shutil.rmtree(
+        Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+        / "_checkpoints"
+        / raw_schema,
+        ignore_errors=True,
+    )
+
+    generated = GeneratorConfig(
+        seed=config.seed,
+        events=config.events,
+        days=2.0,
+        batches=max(config.rounds * 2, 6),
+        late_fraction=0.08,
+        duplicate_fraction=0.03,
+        conflict_fraction=0.005,
+        malformed_fraction=0.01,
+    )
+    generate(generated, log_dir, progress=lambda message: None)
+    batches = [entry["batch"] for entry in read_manifest(log_dir)["batches"]]
+    schedule = plan_schedule(batches, config.rounds, config.seed)
+    progress(
+        f"Proof: seed {config.seed}, ~{config.events:,} events, {len(batches)} arrival batches "
+        f"in {len(schedule)} rounds: "
+        + "  ".join(
+            ("re" if entry.kind == REDELIVERY else "")
+            + "["
+            + ",".join(str(number) for number in entry.batches)
+            + "]"
+            for entry in schedule
+        )
+    )
+
+    dbt_vars = json.dumps({"raw_schema": raw_schema})
+    # the proof stands on its own: unit tests (which run in every ordinary `dbt build`) are
+    # left out, so a bug they would catch must show up here as a difference
+    build = ("build", "--vars", dbt_vars, "--quiet", "--exclude-resource-type", "unit_test")
+    failed_tests: list[str] = []
+
+    def run_build(*extra: str, label: str) -> Any:
+        """An incremental or full build; failing data tests are recorded (the proof fails) but
+        do not stop it, so the diff is still shown. A model that fails stops the proof."""
+        result = project.invoke(*build, *extra, tolerate_failures=True)
+        for item in result.results:
+            status = str(item.status)
+            if item.node.resource_type == "model" and status == "error":
+                raise KappaShopError(f"{label}: model {item.node.name} failed: {item.message}")
+            if status in ("fail", "error"):
+                failed_tests.append(f"{label}: {item.node.name} ({status})")
+        return result
+
+    saved_schema = os.environ.get("KAPPA_SHOP_SCHEMA")
+    idempotence_failures: list[str] = []
+    try:
+        os.environ["KAPPA_SHOP_SCHEMA"] = incremental_schema
+        idempotence_round = len(schedule) // 2
+        models: list[str] = []
+        for number, entry in enumerate(schedule, start=1):
+            if entry.kind == REDELIVERY:
+                files = _redeliver(log_dir, landing_dir, entry.batches[0], number)
+            else:
+                files = deliver(log_dir, landing_dir, entry.batches).files_delivered
+            report = ingest(spark, landing_dir, raw_schema, progress=lambda message: None)
+            result = run_build(label=f"round {number}")
+            models = sorted(
+                {item.node.name for item in result.results if item.node.resource_type == "model"}
+            )
+            progress(
+                f"  round {number}/{len(schedule)}: {files} files, ingestion batch(es) "
+                f"{','.join(str(batch.ingestion_batch_id) for batch in report.batches)}; "
+                f"incremental build of {len(models)} models done"
+            )
+            if number == idempotence_round:
+                before = _checksums(spark, incremental_schema, models)
+                run_build(label=f"round {number}, built again")
+                after = _checksums(spark, incremental_schema, models)
+                idempotence_failures += [
+                    f"building round {number} twice changed {model}"
+                    for model in models
+                    if before[model] != after[model]
+                ]
+        before = _checksums(spark, incremental_schema, models)
+        _forget_last_runs(spark, incremental_schema)
+        run_build(label="replay of the last runs")
+        after = _checksums(spark, incremental_schema, models)
+        idempotence_failures += [
+            f"redoing the last recorded run changed {model}"
+            for model in models
+            if before[model] != after[model]
+        ]
+        progress("  replayed each model's last run (as after a crash before its commit)")
+
+        os.environ["KAPPA_SHOP_SCHEMA"] = full_schema
+        result = run_build("--full-refresh", label="full refresh")
+        progress("  full refresh into " + full_schema + " done")
+    finally:
+        if saved_schema is None:
+            os.environ.pop("KAPPA_SHOP_SCHEMA", None)
+        else:
+            os.environ["KAPPA_SHOP_SCHEMA"] = saved_schema
+
+    grains = {
+        item.node.name: list((item.node.config.meta or {}).get("grain", []))
+        for item in result.results
+        if item.node.resource_type == "model"
+    }
+    diffs = [
+        diff_model(spark, model, grains.get(model, []), incremental_schema, full_schema)
+        for model in models
+    ]
+    return VerifyReport(config, schedule, diffs, idempotence_failures, failed_tests)
+
+
+def _forget_last_runs(spark: Any, schema: str) -> None:
+    """Drop each model's latest ledger range, so the next build redoes it."""
+    ledger = f"{schema}.kappa_consumed_batches"
+    latest = spark.sql(
+        f"select model_name, max(first_batch_id) as first_batch_id from {ledger} "
+        "group by model_name"
+    ).collect()
+    for row in latest:
+        spark.sql(
+            f"alter table {ledger} drop if exists partition "
+            f"(model_name = '{row['model_name']}', first_batch_id = {row['first_batch_id']})"
+        )
+
+
+def format_report(report: VerifyReport) -> str:
+    """The per-model table people read, and the verdict."""
+    header = (
+        f"{'model':<44} {'grain':<28} {'incremental':>11} {'full':>8} "
+        f"{'only incr':>9} {'only full':>9} {'differ':>7}  result"
+    )
+    lines = ["", header, "-" * len(header)]
+    for diff in report.diffs:
+        grain = ",".join(diff.grain) or "(whole row)"
+        lines.append(
+            f"{diff.model:<44} {grain[:28]:<28} {diff.incremental_rows:>11,} {diff.full_rows:>8,} "
+            f"{diff.only_in_incremental:>9,} {diff.only_in_full:>9,} {diff.differing:>7,}  "
+            + ("equal" if diff.equal else "DIFFERENT")
+        )
+        if not diff.equal:
+            lines += [f"    {sample}" for sample in diff.sample]
+    lines += [f"IDEMPOTENCE: {failure}" for failure in report.idempotence_failures]
+    lines += [f"FAILED TEST: {failure}" for failure in report.failed_tests]
+    verdict = "PASSED" if report.passed else "FAILED"
+    differing = sum(1 for diff in report.diffs if not diff.equal)
+    lines.append(
+        f"Proof {verdict} (seed {report.config.seed}): {len(report.diffs) - differing} of "
+        f"{len(report.diffs)} models equal their full refresh"
+        + (
+            f"; {len(report.idempotence_failures)} idempotence failures"
+            if report.idempotence_failures
+            else ""
+        )
+        + (f"; {len(report.failed_tests)} failed data tests" if report.failed_tests else "")
+    )
+    return "\n".join(lines)
