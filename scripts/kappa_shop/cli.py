@@ -311,7 +311,6 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
             seed=seed,
             events=arguments.events,
             rounds=arguments.rounds,
-            target=arguments.target,
             table_format=arguments.table_format,
         )
         work_dir = arguments.work_dir or Path("data") / "verify" / str(seed)

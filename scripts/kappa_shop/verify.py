@@ -37,12 +37,11 @@ REDELIVERY = "redelivery"
 
 @dataclass(frozen=True)
 class VerifyConfig:
-    """The knobs of one proof run."""
+    """The knobs of one proof run (the dbt target is the DbtProject's)."""
 
     seed: int = 1
     events: int = 3_000
     rounds: int = 5
-    target: str | None = None
     table_format: str = "parquet"
     schema_prefix: str = "verify"
 
