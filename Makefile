@@ -15,7 +15,7 @@ export SPARK_CONF_DIR ?= $(CURDIR)/conf
 export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
 
 .DEFAULT_GOAL := help
-.PHONY: help setup check run test lint parse pytest docs-serve dbt clean distclean lock
+.PHONY: help setup check run test lint parse pytest verify docs-serve dbt clean distclean lock
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -51,6 +51,12 @@ parse: setup ## dbt parse with warnings as errors
 
 pytest: setup ## the pytest suite: builds the project on a real Spark session
 	$(BIN)/pytest
+
+SEEDS  ?= 1,2,3
+EVENTS ?= 3000
+ROUNDS ?= 5
+verify: check ## the proof for SEEDS (1,2,3), EVENTS (3000) and ROUNDS (5): make verify SEEDS=7
+	$(BIN)/kappa-shop verify --seeds $(SEEDS) --events $(EVENTS) --rounds $(ROUNDS)
 
 docs-serve: setup ## serve the generated docs on http://127.0.0.1:8080
 	@test -f target/index.html || { echo "make: no docs yet; run 'make run' first"; exit 1; }
