@@ -36,7 +36,6 @@ class Topic:
 
     name: str
     key_field: str
-    description: str
 
     @property
     def raw_table(self) -> str:
@@ -68,37 +67,9 @@ PAYLOAD_FIELDS: dict[str, dict[str, dict[str, type | tuple[type, ...]]]] = {
     for topic, stream in _STREAMS.items()
 }
 
-TOPICS: tuple[Topic, ...] = (
-    Topic(
-        "web_events",
-        _STREAMS["web_events"]["key_field"],
-        "app events: page views and add-to-cart, keyed by user",
-    ),
-    Topic(
-        "searches",
-        _STREAMS["searches"]["key_field"],
-        "site searches with the products shown, keyed by user",
-    ),
-    Topic(
-        "search_clicks",
-        _STREAMS["search_clicks"]["key_field"],
-        "clicks on search results, keyed by user",
-    ),
-    Topic(
-        "order_events",
-        _STREAMS["order_events"]["key_field"],
-        "order lifecycle events, keyed by order",
-    ),
-    Topic(
-        "inventory_changes",
-        _STREAMS["inventory_changes"]["key_field"],
-        "stock changes per product, keyed by product",
-    ),
-    Topic(
-        "user_profile_changes",
-        _STREAMS["user_profile_changes"]["key_field"],
-        "change log of the user-profile database (create/update/delete with an LSN)",
-    ),
+# The topics, in the order of var `log_streams`.
+TOPICS: tuple[Topic, ...] = tuple(
+    Topic(name, stream["key_field"]) for name, stream in _STREAMS.items()
 )
 TOPICS_BY_NAME: dict[str, Topic] = {topic.name: topic for topic in TOPICS}
 

@@ -28,7 +28,7 @@ from typing import Any
 from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
 from kappa_shop.generator import GeneratorConfig, generate, read_manifest
-from kappa_shop.ingest import ingest
+from kappa_shop.ingest import checkpoint_dir, ingest
 from kappa_shop.landing import deliver
 from kappa_shop.spark import session_for
 
@@ -214,12 +214,7 @@ def verify(
     spark = session_for(project.profiles_dir, project.target_name)
     for schema in (raw_schema, incremental_schema, full_schema):
         spark.sql(f"drop schema if exists {schema} cascade")
-    shutil.rmtree(
-        Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
-        / "_checkpoints"
-        / raw_schema,
-        ignore_errors=True,
-    )
+    shutil.rmtree(checkpoint_dir(spark, raw_schema), ignore_errors=True)
 
     generated = GeneratorConfig(
         seed=config.seed,
