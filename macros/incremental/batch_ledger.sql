@@ -1,7 +1,8 @@
 {% macro batch_ledger(schema_name) %}
     {#- The consumption ledger of a schema: which ingestion batches each exact_incremental model
-        of the schema has consumed, one row per run (first and last batch of the run). Like a
-        consumer group's committed offsets. Partitioned by model and first batch, and written
+        of the schema has consumed, one row per run (first and last batch of the run), and for a
+        model that recomputes days, which days the run rewrote (null: all of them, as after a
+        full refresh). Like a consumer group's committed offsets. Partitioned by model and first batch, and written
         with dynamic partition overwrite, so that models finishing at the same time never share
         a write directory, and re-recording a range replaces it. The on-run-start hook creates
         it before dbt's threads start (two threads creating it at once would collide); this

@@ -1,7 +1,9 @@
-{% macro record_consumed_batches(relation, first_batch_id, last_batch_id, full_refresh) %}
+{% macro record_consumed_batches(relation, first_batch_id, last_batch_id, full_refresh, recomputed_days=none) %}
     {#- Commit the batches a run consumed to the ledger, after the model's table is written.
-        A full refresh replaces the model's ledger; an incremental run adds one range. A run that
-        dies before this point is redone in full next time, which rewrites the same partitions:
+        A full refresh replaces the model's ledger; an incremental run adds one range. A model
+        that recomputes days also records which days it rewrote (none = every day), so that its
+        own downstream models know which of their days changed. A run that dies before this
+        point is redone in full next time, which rewrites the same partitions (and days):
         nothing is skipped or doubled. -#}
     {% set ledger = batch_ledger(relation.schema) %}
     {% if full_refresh %}
@@ -16,6 +18,11 @@
                 cast({{ last_batch_id }} as bigint) as last_batch_id,
                 '{{ "full_refresh" if full_refresh else "incremental" }}' as refresh_mode,
                 current_timestamp() as recorded_at,
+                {% if recomputed_days is none -%}
+                cast(null as array<string>)
+                {%- else -%}
+                cast(array({% for day in recomputed_days %}'{{ day }}'{{ ", " if not loop.last }}{% endfor %}) as array<string>)
+                {%- endif %} as recomputed_days,
                 '{{ relation.identifier }}' as model_name,
                 cast({{ first_batch_id }} as bigint) as first_batch_id
         {% endcall %}

@@ -2,23 +2,19 @@
     {#- The incremental contract: a model's table always equals what a full refresh over the
         same log would build.
 
-        - New input is found by ingestion batch (in_new_batches), never by time; which batches
-          a model has consumed is committed to a ledger after its table is written.
-        - The model is partitioned by `_ingestion_batch_id` (first in `partition_by`): every
-          row it writes for a run belongs to the new batches, and the run replaces exactly
-          those partitions (insert overwrite), so a rerun of the same batches rewrites them
-          instead of appending twice.
+        - New input is found by ingestion batch, never by wall-clock time; which batches a model
+          has consumed is committed to a ledger after its table is written.
+        - A model partitioned by `_ingestion_batch_id` first ('batches' mode, see contract_mode)
+          writes rows that each belong to one new batch (in_new_batches): a run replaces exactly
+          its batches' partitions (insert overwrite), so a rerun rewrites instead of appending.
+        - A model partitioned by the UTC day of its event_time ('days' mode: windows, sessions)
+          recomputes every day that data of its new batches can reach (recomputed_days) from
+          all of its input for those days (in_recomputed_days): a run replaces those days'
+          partitions, drops the ones that came out empty (two sessions merged away), and records
+          the days in the ledger for its own downstream models.
         - A gap in the log's receipts or in the ledger stops the run with an error.
         - `--full-refresh` (or a first build) rebuilds the table from every batch. -#}
-    {%- set partition_by = config.get('partition_by') -%}
-    {%- set partition_columns = [partition_by] if partition_by is string else (partition_by or []) -%}
-    {%- if partition_columns | length == 0 or partition_columns[0] != '_ingestion_batch_id' -%}
-        {% do exceptions.raise_compiler_error(
-            model.name ~ ": an exact_incremental model must be partitioned by _ingestion_batch_id"
-            ~ " first (config partition_by=['_ingestion_batch_id', ...]); got " ~ partition_by
-        ) %}
-    {%- endif -%}
-
+    {%- set mode = contract_mode(model) -%}
     {%- set existing_relation = load_relation(this) -%}
     {%- set full_refresh = existing_relation is none or should_full_refresh() -%}
     {%- set first_batch_id = 1 if full_refresh else consumed_through(this) + 1 -%}
@@ -29,6 +25,15 @@
             ~ " but its inputs hold only " ~ last_batch_id ~ ": the log or an upstream model was "
             ~ "rebuilt. Rebuild this model too: dbt build --full-refresh --select " ~ model.name ~ "+"
         ) %}
+    {%- endif -%}
+    {%- set days = none -%}
+    {%- if mode == 'days' and not full_refresh and first_batch_id <= last_batch_id -%}
+        {%- set days = recomputed_days() -%}
+        {%- if days is none -%}
+            {#- an upstream day model was rebuilt in full: so is this one -#}
+            {%- set full_refresh = true -%}
+            {%- set first_batch_id = 1 -%}
+        {%- endif -%}
     {%- endif -%}
 
     {{ run_hooks(pre_hooks) }}
@@ -45,7 +50,7 @@
         {%- call statement('main') -%}
             select 'up to date through ingestion batch {{ last_batch_id }}' as status
         {%- endcall -%}
-    {%- else -%}
+    {%- elif mode == 'batches' -%}
         {%- set new_rows = make_temp_relation(this, '__kappa_new').include(database=false, schema=false) -%}
         {%- call statement('create_new_rows') -%}
             {{ create_table_as(true, new_rows, compiled_code) }}
@@ -57,10 +62,18 @@
             {{ get_insert_overwrite_sql(new_rows, this, existing_relation) }}
         {%- endcall -%}
         {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id) }}
+    {%- elif days | length == 0 -%}
+        {%- call statement('main') -%}
+            select 'ingestion batches {{ first_batch_id }}..{{ last_batch_id }} touch none of its days' as status
+        {%- endcall -%}
+    {%- else -%}
+        {%- do recompute_days(existing_relation, days) -%}
+        {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id
+            ~ " recomputed " ~ days | length ~ " day(s) " ~ days[0] ~ ".." ~ days[-1]) }}
     {%- endif -%}
 
     {%- if full_refresh or first_batch_id <= last_batch_id -%}
-        {% do record_consumed_batches(this, first_batch_id, last_batch_id, full_refresh) %}
+        {% do record_consumed_batches(this, first_batch_id, last_batch_id, full_refresh, days) %}
     {%- endif -%}
 
     {{ run_hooks(post_hooks) }}

@@ -1,61 +1,60 @@
--- Every staged page view lands in exactly one session: per user, the sessions' view counts add
--- up to the staged views, and every view falls inside one of the user's sessions.
--- Fails with every user whose counts differ or whose views fall outside (or in two) sessions.
+-- Every staged page view lands in exactly one session: page_views holds each of them once,
+-- inside the bounds of its session (same user), and per user the sessions' page view counts
+-- add up to the staged views. Fails with every user for whom any of this does not hold.
 with
 
-page_views as (
+staged_views as (
     select
         web_event_id as page_view_id,
-        user_id,
-        occurred_at as viewed_at
+        user_id
     from {{ ref('stg_web__events') }}
     where event_type = 'page_view'
+),
+
+page_views as (
+    select * from {{ ref('page_views') }}
 ),
 
 sessions as (
     select * from {{ ref('sessions') }}
 ),
 
-views_per_session as (
+views_in_their_session as (
     select
-        page_views.page_view_id,
-        page_views.user_id,
-        count(sessions.session_id) as sessions_containing
-    from page_views
+        staged_views.user_id,
+        count(*) as staged_view_count,
+        count(sessions.session_id) as views_in_session_count,
+        count(distinct page_views.page_view_id) as distinct_view_count,
+        count(page_views.page_view_id) as view_row_count
+    from staged_views
+    left join page_views
+        on staged_views.page_view_id = page_views.page_view_id
     left join sessions
         on
-            page_views.user_id = sessions.user_id
+            page_views.session_id = sessions.session_id
+            and page_views.user_id = sessions.user_id
             and page_views.viewed_at between sessions.session_started_at and sessions.session_ended_at
-    group by page_views.page_view_id, page_views.user_id
-),
-
-per_user as (
-    select
-        user_id,
-        count(*) as staged_views,
-        sum(case when sessions_containing = 1 then 1 else 0 end) as views_in_one_session
-    from views_per_session
-    group by user_id
+    group by staged_views.user_id
 ),
 
 session_totals as (
     select
         user_id,
-        sum(page_view_count) as session_views
+        sum(page_view_count) as session_view_count
     from sessions
     group by user_id
 )
 
 select
-    per_user.user_id,
-    per_user.staged_views,
-    per_user.views_in_one_session,
-    session_totals.session_views
-from per_user
+    coalesce(views_in_their_session.user_id, session_totals.user_id) as user_id,
+    views_in_their_session.staged_view_count,
+    views_in_their_session.views_in_session_count,
+    session_totals.session_view_count
+from views_in_their_session
 full outer join session_totals
-    on per_user.user_id = session_totals.user_id
+    on views_in_their_session.user_id = session_totals.user_id
 where
-    per_user.user_id is null
-    or session_totals.user_id is null
-    or per_user.staged_views != per_user.views_in_one_session
-    or per_user.staged_views != session_totals.session_views
+    coalesce(views_in_their_session.staged_view_count, 0) != coalesce(session_totals.session_view_count, 0)
+    or views_in_their_session.staged_view_count != views_in_their_session.views_in_session_count
+    or views_in_their_session.staged_view_count != views_in_their_session.distinct_view_count
+    or views_in_their_session.staged_view_count != views_in_their_session.view_row_count

@@ -1,5 +1,5 @@
--- A user's consecutive sessions are more than the inactivity gap apart (so they never overlap).
--- Fails with every pair of consecutive sessions that is too close.
+-- A user's sessions never overlap: each starts after the previous one ended.
+-- Fails with every pair of consecutive sessions of a user that overlap or touch.
 with
 
 sessions as (
@@ -19,7 +19,4 @@ consecutive as (
 
 select *
 from consecutive
-where
-    next_session_started_at is not null
-    and unix_millis(next_session_started_at) - unix_millis(session_ended_at)
-    <= {{ var("session_inactivity_gap_minutes") }} * 60 * 1000
+where next_session_started_at <= session_ended_at

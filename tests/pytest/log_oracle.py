@@ -132,41 +132,54 @@ def seed_lines(project_root: Path) -> list[LandedLine]:
     return sorted(lines, key=lambda line: (line.batch, line.topic, line.partition))
 
 
-def page_view_sessions(classified: Classified, gap: timedelta) -> list[tuple]:
-    """Sessions of the valid page views as (user, start, end, views, landing, exit, is_bounce,
-    seconds). A view more than `gap` after the user's previous view starts a new session;
-    views at the same time are ordered by event id."""
-    views = sorted(
+ACTIVITY_TYPES = ("page_view", "add_to_cart", "search", "search_result_click")
+
+
+def activity_sessions(classified: Classified, gap: timedelta) -> list[tuple]:
+    """Sessions of the valid activity events (page views, add-to-carts, searches, clicks) as
+    (user, start, end, events, page views, landing, exit, is_bounce, seconds). An event more
+    than `gap` after the user's previous one, or on a later UTC day, starts a new session;
+    events at the same time are ordered by event id. Landing and exit are the first and last
+    page view (None without one)."""
+    events = sorted(
         (
             record["payload"]["user_id"],
             datetime.strptime(record["event_time"], "%Y-%m-%dT%H:%M:%S.%fZ"),
             record["event_id"],
-            record["payload"]["page_path"],
+            record["event_type"],
+            record["payload"].get("page_path"),
         )
         for record in classified.valid_records
-        if record["event_type"] == "page_view"
+        if record["event_type"] in ACTIVITY_TYPES
     )
     sessions: list[tuple] = []
     current: list[tuple] = []
-    for view in views:
-        if current and (view[0] != current[-1][0] or view[1] - current[-1][1] > gap):
+    for event in events:
+        previous = current[-1] if current else None
+        if previous and (
+            event[0] != previous[0]
+            or event[1] - previous[1] > gap
+            or event[1].date() != previous[1].date()
+        ):
             sessions.append(_session(current))
             current = []
-        current.append(view)
+        current.append(event)
     if current:
         sessions.append(_session(current))
     return sessions
 
 
-def _session(views: list[tuple]) -> tuple:
-    start, end = views[0][1], views[-1][1]
+def _session(events: list[tuple]) -> tuple:
+    start, end = events[0][1], events[-1][1]
+    views = [event for event in events if event[3] == "page_view"]
     return (
-        views[0][0],
+        events[0][0],
         start.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
         end.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+        len(events),
         len(views),
-        views[0][3],
-        views[-1][3],
-        len(views) == 1,
+        views[0][4] if views else None,
+        views[-1][4] if views else None,
+        len(events) == 1,
         int((end - start).total_seconds()),
     )

@@ -11,7 +11,7 @@ from itertools import pairwise
 
 import pytest
 import yaml
-from log_oracle import classify, landed_lines, page_view_sessions, seed_lines
+from log_oracle import activity_sessions, classify, landed_lines, seed_lines
 
 from kappa_shop.errors import KappaShopError
 from kappa_shop.log_format import TOPICS
@@ -22,7 +22,7 @@ SESSION_COLUMNS = """
     user_id,
     date_format(session_started_at, 'yyyy-MM-dd HH:mm:ss.SSS') as started,
     date_format(session_ended_at, 'yyyy-MM-dd HH:mm:ss.SSS') as ended,
-    page_view_count, landing_page_path, exit_page_path, is_bounce, duration_seconds
+    event_count, page_view_count, landing_page_path, exit_page_path, is_bounce, duration_seconds
 """
 
 
@@ -49,8 +49,12 @@ def test_summary_reports_every_raw_table_and_model(built_project, sample_log):
     streams = yaml.safe_load((built_project.root / "dbt_project.yml").read_text())["vars"][
         "log_streams"
     ]
-    expected_models = {"sessions", "ingestion_lateness", "stg_log__quarantined_records"}
-    expected_models |= {"stg_log__delivery_outcomes"}
+    expected_models = {"ingestion_lateness", "stg_log__quarantined_records"}
+    expected_models |= {"stg_log__delivery_outcomes", "int_user_activity_sessionized"}
+    expected_models |= {"sessions", "page_views", "active_users_per_5_minutes"}
+    expected_models |= {"user_activity_rolling_hour", "user_orders_rolling_24_hours"}
+    expected_models |= {f"shop_metrics_per_{size}" for size in ("minute", "hour", "day")}
+    expected_models |= {"orders_daily"}
     for stream in streams.values():
         expected_models |= {stream["deliveries_model"], stream["staged_model"]}
     assert set(built) == expected_models
@@ -79,7 +83,7 @@ def test_staging_keeps_exactly_the_first_valid_delivery(built_project, spark, sa
 
 def test_sessions_equal_an_independent_sessionization(built_project, spark, sample_log):
     log_dir, _ = sample_log
-    expected = sorted(page_view_sessions(classify(landed_lines(log_dir)), GAP))
+    expected = sorted(activity_sessions(classify(landed_lines(log_dir)), GAP))
 
     assert _sessions(spark, "kappa_shop") == expected
     assert len(expected) > 100
@@ -116,7 +120,7 @@ def test_the_whole_dag_builds_from_the_seeds_alone(built_project, spark, monkeyp
     per_topic = Counter(line.topic for line in lines)
     for topic in TOPICS:
         assert raw[topic.raw_table] == per_topic[topic.name]
-    expected = sorted(page_view_sessions(classify(lines), GAP))
+    expected = sorted(activity_sessions(classify(lines), GAP))
     sessions = _sessions(spark, "kappa_shop_seeded")
     assert sessions == expected
 
@@ -157,15 +161,15 @@ def test_the_seed_log_keeps_its_hard_cases(built_project):
     assert ("2024-03-01T10:30:00.000Z", "2024-03-01T10:00:00.000Z") in same_user_gaps
 
 
-def test_overlap_test_fails_on_sessions_closer_than_the_gap(built_project):
+def test_gap_test_fails_on_sessions_closer_than_the_gap(built_project):
     # Sessions built with a 30-minute gap, checked against a 3-hour gap: the invariant test
     # must report the pairs closer than that.
-    built_project.dbt.invoke("test", "--select", "assert_sessions_never_overlap")
+    built_project.dbt.invoke("test", "--select", "assert_consecutive_sessions_more_than_gap_apart")
     with pytest.raises(KappaShopError, match="finished with failures"):
         built_project.dbt.invoke(
             "test",
             "--select",
-            "assert_sessions_never_overlap",
+            "assert_consecutive_sessions_more_than_gap_apart",
             "--vars",
             "{session_inactivity_gap_minutes: 180}",
         )

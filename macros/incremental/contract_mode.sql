@@ -1,0 +1,22 @@
+{% macro contract_mode(node) %}
+    {#- How an exact_incremental model keeps up with the log, read from its partitioning:
+        'batches' when it is partitioned by `_ingestion_batch_id` first (each run appends the
+        rows of its new batches), 'days' when it is partitioned by one date column, the UTC day of
+        its `event_time` (each run recomputes the days that new data touches). Anything else is
+        an error naming the model. -#}
+    {% set partition_by = node.config.get('partition_by') %}
+    {% set columns = [partition_by] if partition_by is string else (partition_by or []) %}
+    {% if columns | length > 0 and columns[0] == '_ingestion_batch_id' %}
+        {{ return('batches') }}
+    {% endif %}
+    {% if columns | length == 1 and node.config.get('event_time') %}
+        {{ return('days') }}
+    {% endif %}
+    {% do exceptions.raise_compiler_error(
+        node.name ~ ": an exact_incremental model is partitioned either by _ingestion_batch_id first"
+        ~ " (partition_by=['_ingestion_batch_id', ...]: it appends the rows of new batches) or by"
+        ~ " one date column, the UTC day of its event_time (partition_by=['<day column>'] and"
+        ~ " event_time='<timestamp column>': it recomputes the days new data touches); got"
+        ~ " partition_by=" ~ partition_by ~ ", event_time=" ~ node.config.get('event_time')
+    ) %}
+{% endmacro %}

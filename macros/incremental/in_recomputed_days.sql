@@ -1,0 +1,33 @@
+{% macro in_recomputed_days(time_column, before=none, after=none) %}
+    {#- A SQL predicate on an input's event-time column that keeps exactly the input a
+        day-recomputing model needs for the days this run recomputes: for each run of
+        consecutive recomputed days [first, last], event times in
+        [first - before, last + 1 day + after). `before` and `after` default to the model's
+        input_reach. `true` when every day is recomputed, `false` when none is. -#}
+    {% set days = recomputed_days() %}
+    {% if days is none %}
+        true
+    {%- elif days | length == 0 %}
+        false
+    {%- else %}
+        {%- set reach = input_reach(model) %}
+        {%- set before = before if before is not none else reach.before %}
+        {%- set after = after if after is not none else reach.after %}
+        {%- set ranges = [] %}
+        {%- for day in days %}
+            {%- set this_day = modules.datetime.date.fromisoformat(day) %}
+            {%- if ranges | length > 0 and (this_day - ranges[-1][-1]).days == 1 %}
+                {%- do ranges[-1].append(this_day) %}
+            {%- else %}
+                {%- do ranges.append([this_day, this_day]) %}
+            {%- endif %}
+        {%- endfor %}
+        (
+        {%- for days_in_range in ranges %}
+            ({{ time_column }} >= timestamp '{{ days_in_range[0] }}' - interval {{ before }}
+            and {{ time_column }} < timestamp '{{ days_in_range[-1] }}' + interval 1 day + interval {{ after }})
+            {{- " or" if not loop.last }}
+        {%- endfor %}
+        )
+    {%- endif %}
+{%- endmacro %}

@@ -1,0 +1,88 @@
+{% macro recomputed_days() %}
+    {#- The UTC days of the current day-recomputing model that this run must recompute: a sorted
+        list of 'YYYY-MM-DD' strings, or none for every day (a full refresh, a first build, or
+        an upstream day-recomputing model that was itself rebuilt in full).
+
+        A day is touched when an upstream row that changed since the model's last run can reach
+        it (see input_reach): for an upstream model partitioned by ingestion batch, its rows in
+        the batches this model has not consumed, by their event_time; for an upstream
+        day-recomputing model, the days it recomputed in runs that consumed those batches (from
+        the ledger). Seeds (reference data) are not traced: changing one needs a full refresh of
+        what reads it. The var `kappa_recompute_days` pins the list (unit tests). -#}
+    {% if var('kappa_recompute_days', none) is not none %}
+        {{ return(var('kappa_recompute_days') | list) }}
+    {% endif %}
+    {% if not execute or not is_incremental() %}
+        {{ return(none) }}
+    {% endif %}
+    {% set first_batch_id = consumed_through(this) + 1 %}
+    {% set reach = input_reach(model) %}
+    {% set touched_days = [] %}
+    {% set day_parents = [] %}
+    {% for dependency in model.depends_on.nodes %}
+        {% set parent = graph.nodes.get(dependency) %}
+        {% if dependency.startswith('source.') or parent is none %}
+            {% do exceptions.raise_compiler_error(
+                model.name ~ " recomputes days but reads " ~ dependency ~ " directly; read the staged"
+                ~ " model of that source instead (only staging reads sources)."
+            ) %}
+        {% elif parent.resource_type == 'seed' %}
+            {# reference data: not traced (documented) #}
+        {% elif parent.config.materialized != 'exact_incremental' %}
+            {% do exceptions.raise_compiler_error(
+                model.name ~ " recomputes days but reads " ~ parent.name ~ ", which is materialized as '"
+                ~ parent.config.materialized ~ "': only exact_incremental models record what changed."
+            ) %}
+        {% else %}
+            {% set relation = api.Relation.create(
+                database=none, schema=parent.schema, identifier=parent.alias, type='table'
+            ) %}
+            {% set event_time = parent.config.get('event_time') %}
+            {% if not event_time %}
+                {% do exceptions.raise_compiler_error(
+                    model.name ~ " recomputes days from " ~ parent.name ~ ", which declares no event_time:"
+                    ~ " add config event_time='<timestamp column>' to " ~ parent.name ~ "."
+                ) %}
+            {% endif %}
+            {% if contract_mode(parent) == 'batches' %}
+                {% do touched_days.append(
+                    "select explode(sequence(to_date(" ~ event_time ~ " - interval " ~ reach.after
+                    ~ "), to_date(" ~ event_time ~ " + interval " ~ reach.before ~ "))) as day from "
+                    ~ relation ~ " where _ingestion_batch_id >= " ~ first_batch_id
+                ) %}
+            {% else %}
+                {% do day_parents.append(parent.alias) %}
+                {# a parent day p holds rows with event_time in [p, p + 1 day) #}
+                {% do touched_days.append(
+                    "select explode(sequence(to_date(cast(parent_day as timestamp) - interval "
+                    ~ reach.after ~ "), to_date(cast(parent_day as timestamp) + interval 1 day"
+                    ~ " - interval 1 microsecond + interval " ~ reach.before ~ "))) as day from"
+                    ~ " (select explode(recomputed_days) as parent_day from " ~ batch_ledger(this.schema)
+                    ~ " where model_name = '" ~ parent.alias ~ "' and last_batch_id >= " ~ first_batch_id ~ ")"
+                ) %}
+            {% endif %}
+        {% endif %}
+    {% endfor %}
+    {% if day_parents | length > 0 %}
+        {% set rebuilt_query %}
+            select count(*) as rebuilt_runs
+            from {{ batch_ledger(this.schema) }}
+            where
+                model_name in ('{{ day_parents | join("', '") }}')
+                and last_batch_id >= {{ first_batch_id }}
+                and recomputed_days is null
+        {% endset %}
+        {% if run_query(rebuilt_query).rows[0]['rebuilt_runs'] > 0 %}
+            {{ return(none) }}
+        {% endif %}
+    {% endif %}
+    {% if touched_days | length == 0 %}
+        {{ return([]) }}
+    {% endif %}
+    {% set days_query %}
+        select distinct cast(day as string) as day
+        from ({{ touched_days | join(' union all ') }}) as touched
+        order by day
+    {% endset %}
+    {{ return(run_query(days_query).columns[0].values() | list) }}
+{% endmacro %}

@@ -1,0 +1,6 @@
+{{ config(
+    partition_by=['window_date'],
+    event_time='window_start',
+) }}
+
+{{ shop_metrics('1 hour') }}
