@@ -25,7 +25,7 @@ from kappa_shop.generator import GeneratorConfig
 
 GENERATOR_HELP: dict[str, str] = {
     "seed": "random seed: the same seed and options give the same bytes",
-    "events": "about how many valid events to generate (1,000 to 100,000,000; within a few %)",
+    "events": "about how many valid events to generate (1,000 to 100,000,000; within a few %%)",
     "days": "length of the simulated period in days",
     "start": "first day of the simulated period (UTC), YYYY-MM-DD",
     "partitions": "partitions per topic",

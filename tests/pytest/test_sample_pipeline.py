@@ -127,6 +127,7 @@ def test_the_whole_dag_builds_from_the_seeds_alone(built_project, spark, monkeyp
     by_user = Counter(session[0] for session in sessions)
     assert by_user["u-002"] == 1  # views exactly 30 minutes apart: one session
     assert by_user["u-003"] == 2  # 30 minutes and a second: two
+    assert by_user["u-005"] == 2  # activity across midnight: cut there
     assert by_user["u-007"] == 1  # the late view merges two sessions into one
     assert by_user["u-001"] == 2
 

@@ -43,6 +43,21 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, 
         "stg_log__delivery_outcomes group by outcome"
     ).collect()
     assert {row["outcome"]: row["n"] for row in outcomes}["duplicate"] > 0
+    # the day-recomputing models really ran incrementally: after their first build, some run
+    # recomputed a set of days rather than rebuilding
+    day_models = ("sessions", "page_views", "shop_metrics_per_minute", "user_activity_rolling_hour")
+    for model in day_models:
+        assert by_model[model].full_rows > 0, model
+    runs = spark.sql(
+        f"select model_name, refresh_mode, size(recomputed_days) as days "
+        f"from verify_{seed}_incremental.kappa_consumed_batches "
+        f"where model_name in ({', '.join(repr(model) for model in day_models)})"
+    ).collect()
+    for model in day_models:
+        modes = {
+            (row["refresh_mode"], row["days"] > 0) for row in runs if row["model_name"] == model
+        }
+        assert ("incremental", True) in modes, (model, modes)
 
 
 def test_schedules_shuffle_and_redeliver():
