@@ -5,7 +5,7 @@
         last_batch_id bigint,
         refresh_mode string,
         recorded_at timestamp,
-        recomputed_days array<string>,
+        recomputed_partitions array<string>,
         model_name string,
         first_batch_id bigint
     )

@@ -50,6 +50,12 @@
                     ~ "), to_date(" ~ event_time ~ " + interval " ~ reach.before ~ "))) as day from "
                     ~ relation ~ " where _ingestion_batch_id >= " ~ first_batch_id
                 ) %}
+            {% elif contract_mode(parent) == 'keys' %}
+                {% do exceptions.raise_compiler_error(
+                    model.name ~ " recomputes days but reads " ~ parent.name ~ ", which recomputes keys of "
+                    ~ parent.config.get('recompute_key') ~ ": a changed key cannot be traced to days."
+                    ~ " Read the staged model instead."
+                ) %}
             {% else %}
                 {% do day_parents.append(parent.alias) %}
                 {# a parent day p holds rows with event_time in [p, p + 1 day) #}
@@ -57,7 +63,7 @@
                     "select explode(sequence(to_date(cast(parent_day as timestamp) - interval "
                     ~ reach.after ~ "), to_date(cast(parent_day as timestamp) + interval 1 day"
                     ~ " - interval 1 microsecond + interval " ~ reach.before ~ "))) as day from"
-                    ~ " (select explode(recomputed_days) as parent_day from " ~ batch_ledger(this.schema)
+                    ~ " (select explode(recomputed_partitions) as parent_day from " ~ batch_ledger(this.schema)
                     ~ " where model_name = '" ~ parent.alias ~ "' and last_batch_id >= " ~ first_batch_id ~ ")"
                 ) %}
             {% endif %}
@@ -70,7 +76,7 @@
             where
                 model_name in ('{{ day_parents | join("', '") }}')
                 and last_batch_id >= {{ first_batch_id }}
-                and recomputed_days is null
+                and recomputed_partitions is null
         {% endset %}
         {% if run_query(rebuilt_query).rows[0]['rebuilt_runs'] > 0 %}
             {{ return(none) }}

@@ -1,4 +1,4 @@
-{% macro record_consumed_batches(relation, first_batch_id, last_batch_id, full_refresh, recomputed_days=none) %}
+{% macro record_consumed_batches(relation, first_batch_id, last_batch_id, full_refresh, recomputed_partitions=none) %}
     {#- Commit the batches a run consumed to the ledger, after the model's table is written.
         A full refresh replaces the model's ledger; an incremental run adds one range. A model
         that recomputes days also records which days it rewrote (none = every day), so that its
@@ -18,11 +18,11 @@
                 cast({{ last_batch_id }} as bigint) as last_batch_id,
                 '{{ "full_refresh" if full_refresh else "incremental" }}' as refresh_mode,
                 current_timestamp() as recorded_at,
-                {% if recomputed_days is none -%}
+                {% if recomputed_partitions is none -%}
                 cast(null as array<string>)
                 {%- else -%}
-                cast(array({% for day in recomputed_days %}'{{ day }}'{{ ", " if not loop.last }}{% endfor %}) as array<string>)
-                {%- endif %} as recomputed_days,
+                cast(array({% for value in recomputed_partitions %}'{{ value }}'{{ ", " if not loop.last }}{% endfor %}) as array<string>)
+                {%- endif %} as recomputed_partitions,
                 '{{ relation.identifier }}' as model_name,
                 cast({{ first_batch_id }} as bigint) as first_batch_id
         {% endcall %}

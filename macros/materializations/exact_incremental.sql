@@ -12,6 +12,9 @@
           all of its input for those days (in_recomputed_days): a run replaces those days'
           partitions, drops the ones that came out empty (two sessions merged away), and records
           the days in the ledger for its own downstream models.
+        - A model partitioned by key_bucket() of its `recompute_key` ('keys' mode: current state,
+          history, folds per user, order or product) does the same per key bucket: it recomputes
+          every bucket that holds a key of its new input, from all of those keys' input.
         - A gap in the log's receipts or in the ledger stops the run with an error.
         - `--full-refresh` (or a first build) rebuilds the table from every batch. -#}
     {%- set mode = contract_mode(model) -%}
@@ -30,10 +33,10 @@
         ) %}
     {%- endif -%}
     {%- set days = none -%}
-    {%- if mode == 'days' and not full_refresh and first_batch_id <= last_batch_id -%}
-        {%- set days = recomputed_days() -%}
+    {%- if mode != 'batches' and not full_refresh and first_batch_id <= last_batch_id -%}
+        {%- set days = recomputed_partitions(model) -%}
         {%- if days is none -%}
-            {#- an upstream day model was rebuilt in full: so is this one -#}
+            {#- an upstream recomputing model was rebuilt in full: so is this one -#}
             {%- set full_refresh = true -%}
             {%- set first_batch_id = 1 -%}
         {%- endif -%}
@@ -67,12 +70,12 @@
         {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id) }}
     {%- elif days | length == 0 -%}
         {%- call statement('main') -%}
-            select 'ingestion batches {{ first_batch_id }}..{{ last_batch_id }} touch none of its days' as status
+            select 'ingestion batches {{ first_batch_id }}..{{ last_batch_id }} touch none of its partitions' as status
         {%- endcall -%}
     {%- else -%}
-        {%- do recompute_days(existing_relation, days) -%}
+        {%- do recompute_partitions(existing_relation, days) -%}
         {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id
-            ~ " recomputed " ~ days | length ~ " day(s) " ~ days[0] ~ ".." ~ days[-1]) }}
+            ~ " recomputed " ~ days | length ~ " partition(s) " ~ days[0] ~ ".." ~ days[-1]) }}
     {%- endif -%}
 
     {%- if full_refresh or first_batch_id <= last_batch_id -%}

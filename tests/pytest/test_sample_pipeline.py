@@ -54,7 +54,10 @@ def test_summary_reports_every_raw_table_and_model(built_project, sample_log):
     expected_models |= {"sessions", "page_views", "active_users_per_5_minutes"}
     expected_models |= {"user_activity_rolling_hour", "user_orders_rolling_24_hours"}
     expected_models |= {f"shop_metrics_per_{size}" for size in ("minute", "hour", "day")}
-    expected_models |= {"orders_daily"}
+    expected_models |= {"orders_daily", "suspected_card_testing", "cart_additions"}
+    expected_models |= {"int_search_clicks_matched", "search_click_through", "search_ctr_daily"}
+    expected_models |= {"users_history", "users_current", "orders_enriched", "orders_current"}
+    expected_models |= {"inventory_levels"}
     for stream in streams.values():
         expected_models |= {stream["deliveries_model"], stream["staged_model"]}
     assert set(built) == expected_models

@@ -1,0 +1,82 @@
+{% macro recomputed_buckets() %}
+    {#- The key buckets of the current key-recomputing model that this run must recompute: a
+        sorted list of bucket numbers (as strings), or none for every bucket (a full refresh, a
+        first build, or an upstream key model that was itself rebuilt in full).
+
+        A bucket is touched when an upstream row that changed since the model's last run carries
+        a key of it: for an upstream model partitioned by ingestion batch, its rows in the
+        batches this model has not consumed (by the model's `recompute_key` column, which every
+        upstream model must have); for an upstream key-recomputing model with the same key, the
+        buckets it recomputed in runs that consumed those batches (from the ledger). Seeds are
+        not traced. The var `kappa_recompute_buckets` pins the list (unit tests). -#}
+    {% if var('kappa_recompute_buckets', none) is not none %}
+        {{ return(var('kappa_recompute_buckets') | map('string') | list) }}
+    {% endif %}
+    {% if not execute or not is_incremental() %}
+        {{ return(none) }}
+    {% endif %}
+    {% set first_batch_id = consumed_through(this) + 1 %}
+    {% set key = model.config.get('recompute_key') %}
+    {% set touched = [] %}
+    {% set key_parents = [] %}
+    {% for dependency in model.depends_on.nodes %}
+        {% set parent = graph.nodes.get(dependency) %}
+        {% if dependency.startswith('source.') or parent is none %}
+            {% do exceptions.raise_compiler_error(
+                model.name ~ " recomputes keys but reads " ~ dependency ~ " directly; read the staged"
+                ~ " model of that source instead (only staging reads sources)."
+            ) %}
+        {% elif parent.resource_type == 'seed' %}
+            {# reference data: not traced (documented) #}
+        {% elif parent.config.materialized != 'exact_incremental' %}
+            {% do exceptions.raise_compiler_error(
+                model.name ~ " recomputes keys but reads " ~ parent.name ~ ", which is materialized as '"
+                ~ parent.config.materialized ~ "': only exact_incremental models record what changed."
+            ) %}
+        {% elif contract_mode(parent) == 'batches' %}
+            {% set relation = api.Relation.create(
+                database=none, schema=parent.schema, identifier=parent.alias, type='table'
+            ) %}
+            {% do touched.append(
+                "select " ~ key_bucket(key) ~ " as bucket from " ~ relation
+                ~ " where _ingestion_batch_id >= " ~ first_batch_id
+            ) %}
+        {% elif contract_mode(parent) == 'keys' and parent.config.get('recompute_key') == key %}
+            {% do key_parents.append(parent.alias) %}
+            {% do touched.append(
+                "select cast(bucket as int) as bucket from (select explode(recomputed_partitions) as bucket"
+                ~ " from " ~ batch_ledger(this.schema) ~ " where model_name = '" ~ parent.alias
+                ~ "' and last_batch_id >= " ~ first_batch_id ~ ")"
+            ) %}
+        {% else %}
+            {% do exceptions.raise_compiler_error(
+                model.name ~ " recomputes keys of " ~ key ~ " but reads " ~ parent.name ~ ", which recomputes "
+                ~ (parent.config.get('recompute_key') or 'days') ~ ": a changed day or another key cannot"
+                ~ " be traced to keys of " ~ key ~ ". Read the staged model instead."
+            ) %}
+        {% endif %}
+    {% endfor %}
+    {% if key_parents | length > 0 %}
+        {% set rebuilt_query %}
+            select count(*) as rebuilt_runs
+            from {{ batch_ledger(this.schema) }}
+            where
+                model_name in ('{{ key_parents | join("', '") }}')
+                and last_batch_id >= {{ first_batch_id }}
+                and recomputed_partitions is null
+        {% endset %}
+        {% if run_query(rebuilt_query).rows[0]['rebuilt_runs'] > 0 %}
+            {{ return(none) }}
+        {% endif %}
+    {% endif %}
+    {% if touched | length == 0 %}
+        {{ return([]) }}
+    {% endif %}
+    {% set buckets_query %}
+        select distinct cast(bucket as string) as bucket
+        from ({{ touched | join(' union all ') }}) as touched
+        where bucket is not null
+        order by cast(bucket as int)
+    {% endset %}
+    {{ return(run_query(buckets_query).columns[0].values() | list) }}
+{% endmacro %}
