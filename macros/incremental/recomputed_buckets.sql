@@ -19,21 +19,8 @@
     {% set key = model.config.get('recompute_key') %}
     {% set touched = [] %}
     {% set key_parents = [] %}
-    {% for dependency in model.depends_on.nodes %}
-        {% set parent = graph.nodes.get(dependency) %}
-        {% if dependency.startswith('source.') or parent is none %}
-            {% do exceptions.raise_compiler_error(
-                model.name ~ " recomputes keys but reads " ~ dependency ~ " directly; read the staged"
-                ~ " model of that source instead (only staging reads sources)."
-            ) %}
-        {% elif parent.resource_type == 'seed' %}
-            {# reference data: not traced (documented) #}
-        {% elif parent.config.materialized != 'exact_incremental' %}
-            {% do exceptions.raise_compiler_error(
-                model.name ~ " recomputes keys but reads " ~ parent.name ~ ", which is materialized as '"
-                ~ parent.config.materialized ~ "': only exact_incremental models record what changed."
-            ) %}
-        {% elif contract_mode(parent) == 'batches' %}
+    {% for parent in traced_parents(model, 'keys') %}
+        {% if contract_mode(parent) == 'batches' %}
             {% set relation = api.Relation.create(
                 database=none, schema=parent.schema, identifier=parent.alias, type='table'
             ) %}
@@ -56,18 +43,8 @@
             ) %}
         {% endif %}
     {% endfor %}
-    {% if key_parents | length > 0 %}
-        {% set rebuilt_query %}
-            select count(*) as rebuilt_runs
-            from {{ batch_ledger(this.schema) }}
-            where
-                model_name in ('{{ key_parents | join("', '") }}')
-                and last_batch_id >= {{ first_batch_id }}
-                and recomputed_partitions is null
-        {% endset %}
-        {% if run_query(rebuilt_query).rows[0]['rebuilt_runs'] > 0 %}
-            {{ return(none) }}
-        {% endif %}
+    {% if rebuilt_since(key_parents, first_batch_id) %}
+        {{ return(none) }}
     {% endif %}
     {% if touched | length == 0 %}
         {{ return([]) }}

@@ -19,68 +19,43 @@
     {% set reach = input_reach(model) %}
     {% set touched_days = [] %}
     {% set day_parents = [] %}
-    {% for dependency in model.depends_on.nodes %}
-        {% set parent = graph.nodes.get(dependency) %}
-        {% if dependency.startswith('source.') or parent is none %}
+    {% for parent in traced_parents(model, 'days') %}
+        {% set relation = api.Relation.create(
+            database=none, schema=parent.schema, identifier=parent.alias, type='table'
+        ) %}
+        {% set event_time = parent.config.get('event_time') %}
+        {% if not event_time %}
             {% do exceptions.raise_compiler_error(
-                model.name ~ " recomputes days but reads " ~ dependency ~ " directly; read the staged"
-                ~ " model of that source instead (only staging reads sources)."
+                model.name ~ " recomputes days from " ~ parent.name ~ ", which declares no event_time:"
+                ~ " add config event_time='<timestamp column>' to " ~ parent.name ~ "."
             ) %}
-        {% elif parent.resource_type == 'seed' %}
-            {# reference data: not traced (documented) #}
-        {% elif parent.config.materialized != 'exact_incremental' %}
+        {% endif %}
+        {% if contract_mode(parent) == 'batches' %}
+            {% do touched_days.append(
+                "select explode(sequence(to_date(" ~ event_time ~ " - interval " ~ reach.after
+                ~ "), to_date(" ~ event_time ~ " + interval " ~ reach.before ~ "))) as day from "
+                ~ relation ~ " where _ingestion_batch_id >= " ~ first_batch_id
+            ) %}
+        {% elif contract_mode(parent) == 'keys' %}
             {% do exceptions.raise_compiler_error(
-                model.name ~ " recomputes days but reads " ~ parent.name ~ ", which is materialized as '"
-                ~ parent.config.materialized ~ "': only exact_incremental models record what changed."
+                model.name ~ " recomputes days but reads " ~ parent.name ~ ", which recomputes keys of "
+                ~ parent.config.get('recompute_key') ~ ": a changed key cannot be traced to days."
+                ~ " Read the staged model instead."
             ) %}
         {% else %}
-            {% set relation = api.Relation.create(
-                database=none, schema=parent.schema, identifier=parent.alias, type='table'
+            {% do day_parents.append(parent.alias) %}
+            {# a parent day p holds rows with event_time in [p, p + 1 day) #}
+            {% do touched_days.append(
+                "select explode(sequence(to_date(cast(parent_day as timestamp) - interval "
+                ~ reach.after ~ "), to_date(cast(parent_day as timestamp) + interval 1 day"
+                ~ " - interval 1 microsecond + interval " ~ reach.before ~ "))) as day from"
+                ~ " (select explode(recomputed_partitions) as parent_day from " ~ batch_ledger(this.schema)
+                ~ " where model_name = '" ~ parent.alias ~ "' and last_batch_id >= " ~ first_batch_id ~ ")"
             ) %}
-            {% set event_time = parent.config.get('event_time') %}
-            {% if not event_time %}
-                {% do exceptions.raise_compiler_error(
-                    model.name ~ " recomputes days from " ~ parent.name ~ ", which declares no event_time:"
-                    ~ " add config event_time='<timestamp column>' to " ~ parent.name ~ "."
-                ) %}
-            {% endif %}
-            {% if contract_mode(parent) == 'batches' %}
-                {% do touched_days.append(
-                    "select explode(sequence(to_date(" ~ event_time ~ " - interval " ~ reach.after
-                    ~ "), to_date(" ~ event_time ~ " + interval " ~ reach.before ~ "))) as day from "
-                    ~ relation ~ " where _ingestion_batch_id >= " ~ first_batch_id
-                ) %}
-            {% elif contract_mode(parent) == 'keys' %}
-                {% do exceptions.raise_compiler_error(
-                    model.name ~ " recomputes days but reads " ~ parent.name ~ ", which recomputes keys of "
-                    ~ parent.config.get('recompute_key') ~ ": a changed key cannot be traced to days."
-                    ~ " Read the staged model instead."
-                ) %}
-            {% else %}
-                {% do day_parents.append(parent.alias) %}
-                {# a parent day p holds rows with event_time in [p, p + 1 day) #}
-                {% do touched_days.append(
-                    "select explode(sequence(to_date(cast(parent_day as timestamp) - interval "
-                    ~ reach.after ~ "), to_date(cast(parent_day as timestamp) + interval 1 day"
-                    ~ " - interval 1 microsecond + interval " ~ reach.before ~ "))) as day from"
-                    ~ " (select explode(recomputed_partitions) as parent_day from " ~ batch_ledger(this.schema)
-                    ~ " where model_name = '" ~ parent.alias ~ "' and last_batch_id >= " ~ first_batch_id ~ ")"
-                ) %}
-            {% endif %}
         {% endif %}
     {% endfor %}
-    {% if day_parents | length > 0 %}
-        {% set rebuilt_query %}
-            select count(*) as rebuilt_runs
-            from {{ batch_ledger(this.schema) }}
-            where
-                model_name in ('{{ day_parents | join("', '") }}')
-                and last_batch_id >= {{ first_batch_id }}
-                and recomputed_partitions is null
-        {% endset %}
-        {% if run_query(rebuilt_query).rows[0]['rebuilt_runs'] > 0 %}
-            {{ return(none) }}
-        {% endif %}
+    {% if rebuilt_since(day_parents, first_batch_id) %}
+        {{ return(none) }}
     {% endif %}
     {% if touched_days | length == 0 %}
         {{ return([]) }}
