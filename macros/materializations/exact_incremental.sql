@@ -19,11 +19,11 @@
         - `--full-refresh` (or a first build) rebuilds the table from every batch. -#}
     {%- set mode = contract_mode(model) -%}
     {%- set existing_relation = load_relation(this) -%}
-    {%- set full_refresh = existing_relation is none or should_full_refresh() -%}
+    {%- set consumed = 0 if existing_relation is none else consumed_through(this) -%}
     {#- a table with nothing in the ledger was not built under the contract (say, by an older
         version of the model as a plain table): rebuild it -#}
-    {%- set full_refresh = full_refresh or consumed_through(this) == 0 -%}
-    {%- set first_batch_id = 1 if full_refresh else consumed_through(this) + 1 -%}
+    {%- set full_refresh = existing_relation is none or should_full_refresh() or consumed == 0 -%}
+    {%- set first_batch_id = 1 if full_refresh else consumed + 1 -%}
     {%- set last_batch_id = available_through(model) -%}
     {%- if not full_refresh and first_batch_id > last_batch_id + 1 -%}
         {% do exceptions.raise_compiler_error(
