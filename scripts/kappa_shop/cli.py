@@ -6,6 +6,7 @@
     kappa-shop ingest     ingest landed files into the raw tables, exactly once
     kappa-shop verify     the proof: incremental runs equal a full refresh (per model diff)
     kappa-shop build      sample log -> raw tables, dbt build, dbt docs generate, summary
+    kappa-shop cluster    start, stop or show a Spark cluster with a Thrift Server on 127.0.0.1
 
 Ordinary mistakes (no Java, a bad option value, a missing directory, a failed dbt command)
 end with one line on stderr and exit status 1, never a traceback.
@@ -14,6 +15,7 @@ end with one line on stderr and exit status 1, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
@@ -85,10 +87,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    commands.add_parser(
+    check = commands.add_parser(
         "check",
         help="check that this machine can run the project (Java 17 for Spark)",
-        description="Check the prerequisites that pip cannot install: a Java 17 runtime.",
+        description=(
+            "Check the prerequisites that pip cannot install: a Java 17 runtime. With "
+            "--target cluster, also that the target's Thrift Server and master answer."
+        ),
+    )
+    check.add_argument(
+        "--target",
+        default=None,
+        help="also check this dbt target's connection (a thrift target: server and master)",
     )
 
     generate = commands.add_parser(
@@ -210,6 +220,35 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--no-docs", action="store_true", help="skip `dbt docs generate` (faster when iterating)"
     )
+    cluster = commands.add_parser(
+        "cluster",
+        help="start, stop or show a Spark cluster with a Thrift Server on 127.0.0.1",
+        description=(
+            "A Spark standalone master, two workers and a Spark Thrift Server on that master, "
+            "from the pip install of PySpark, all bound to 127.0.0.1; state, logs and work "
+            "directories in .cluster/. Ports come from the `cluster` target of profiles.yml "
+            "(KAPPA_SHOP_THRIFT_PORT, KAPPA_SHOP_SPARK_MASTER), so dbt --target cluster and "
+            "kappa-shop --target cluster reach it. `up` and `down` are safe to repeat."
+        ),
+    )
+    cluster.add_argument(
+        "action",
+        choices=("up", "down", "status"),
+        help="up: start and wait until it answers; down: stop every process; status: show",
+    )
+    cluster.add_argument(
+        "--ui-port",
+        type=int,
+        default=int(os.environ.get("KAPPA_SHOP_CLUSTER_UI_PORT", "8180")),
+        help="web UI port of the master; the workers and the Thrift Server take the next three "
+        "(default: KAPPA_SHOP_CLUSTER_UI_PORT or 8180)",
+    )
+    cluster.add_argument(
+        "--timeout",
+        type=float,
+        default=180.0,
+        help="seconds to wait for the cluster to answer (up) or a process to stop (down)",
+    )
     return parser
 
 
@@ -224,27 +263,32 @@ def _run(arguments: argparse.Namespace) -> int:
 
     project_root = find_project_root(arguments.project_dir)
     java = check_java()
-    if command == "check":
+    if command == "check" and arguments.target is None:
         print(f"ok: Java {java.major_version} at {java.executable}; project at {project_root}")
         return 0
 
     prepare_process_environment(project_root)
     from kappa_shop.dbt import DbtProject
 
-    project = DbtProject(root=project_root, target=arguments.target)
+    project = DbtProject(root=project_root, target=getattr(arguments, "target", None))
+    if command == "check":
+        print(f"ok: Java {java.major_version} at {java.executable}; project at {project_root}")
+        return _check_target(project)
+    if command == "cluster":
+        return _cluster(arguments, project)
     if command == "ingest":
         from kappa_shop.ingest import ingest
-        from kappa_shop.spark import session_for
 
         if arguments.max_files_per_batch is not None and arguments.max_files_per_batch < 1:
             raise KappaShopError("--max-files-per-batch must be at least 1")
-        spark = session_for(project.profiles_dir, project.target_name)
+        warehouse = project.warehouse()
         report = ingest(
-            spark,
+            project.spark(),
             arguments.landing,
             project.raw_schema,
             max_files_per_batch=arguments.max_files_per_batch,
             pause_between_writes=arguments.pause_between_writes,
+            warehouse=warehouse,
         )
         if not report.batches:
             print(f"Nothing new to ingest in {arguments.landing}.")
@@ -262,6 +306,50 @@ def _run(arguments: argparse.Namespace) -> int:
 
     summary = build(project, docs=not arguments.no_docs, log_source=arguments.log)
     print(format_summary(summary))
+    return 0
+
+
+def _check_target(project: object) -> int:
+    from kappa_shop.dbt import DbtProject
+    from kappa_shop.spark import check_master_reachable
+    from kappa_shop.warehouse import table_names
+
+    assert isinstance(project, DbtProject)
+    output, target = project.output, project.target_name
+    warehouse = project.warehouse()
+    if output.get("method") == "thrift":
+        version = warehouse.sql("select version() as version")[0]["version"]
+        print(
+            f"ok: target {target!r}: Spark {version} answers at {output['host']}:{output['port']}"
+        )
+        master = str((output.get("ingestion_spark_conf") or {}).get("spark.master", ""))
+        check_master_reachable(master, target)
+        print(f"ok: target {target!r}: the master for ingestion answers at {master}")
+    raw = table_names(warehouse, project.raw_schema)
+    print(
+        f"ok: target {target!r}: models go to schema {project.schema}; the raw schema "
+        f"{project.raw_schema} "
+        + (f"holds {len(raw)} tables" if raw else "is empty or missing (nothing ingested yet)")
+    )
+    return 0
+
+
+def _cluster(arguments: argparse.Namespace, project: object) -> int:
+    from kappa_shop import cluster
+    from kappa_shop.dbt import DbtProject
+    from kappa_shop.spark import profile_output
+
+    assert isinstance(project, DbtProject)
+    home = project.root / ".cluster"
+    if arguments.action == "status":
+        return 0 if cluster.status(home) else 1
+    if arguments.action == "down":
+        cluster.down(home, timeout=min(arguments.timeout, 60.0))
+        return 0
+    output = profile_output(project.profiles_dir, "cluster")
+    settings = cluster.settings_from_profile(output, home, arguments.ui_port)
+    print(f"Starting a Spark cluster on 127.0.0.1 (state and logs in {home})")
+    cluster.up(settings, project.root / "conf", timeout=arguments.timeout)
     return 0
 
 

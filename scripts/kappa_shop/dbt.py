@@ -25,6 +25,7 @@ class DbtProject:
     profiles_dir: Path = field(
         default_factory=lambda: Path(os.environ.get("DBT_PROFILES_DIR", ".")).resolve()
     )
+    _warehouse: Any = field(default=None, init=False, repr=False)
 
     @property
     def target_name(self) -> str:
@@ -34,11 +35,32 @@ class DbtProject:
         return self.target or default_target(self.profiles_dir)
 
     @property
-    def schema(self) -> str:
-        """The target's schema, where the models are built."""
+    def output(self) -> dict[str, Any]:
+        """The target's settings from profiles.yml, rendered."""
         from kappa_shop.spark import profile_output
 
-        return str(profile_output(self.profiles_dir, self.target_name)["schema"])
+        return profile_output(self.profiles_dir, self.target_name)
+
+    @property
+    def schema(self) -> str:
+        """The target's schema, where the models are built."""
+        return str(self.output["schema"])
+
+    def spark(self) -> Any:
+        """The SparkSession ingestion runs in for this target (started on first use)."""
+        from kappa_shop.spark import session_for_output
+
+        return session_for_output(self.output, self.target_name)
+
+    def warehouse(self) -> Any:
+        """SQL on this target's tables (kappa_shop.warehouse.Warehouse), connected once."""
+        from kappa_shop.warehouse import connect
+
+        if self._warehouse is None:
+            output = self.output
+            spark = self.spark() if output.get("method") == "session" else None
+            self._warehouse = connect(output, self.target_name, spark)
+        return self._warehouse
 
     @property
     def raw_schema(self) -> str:

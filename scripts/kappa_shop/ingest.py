@@ -19,20 +19,29 @@ batch's partition is replaced, never appended to).
 The checkpoint sits in the warehouse beside the tables it describes
 (`<warehouse>/_checkpoints/<raw schema>/ingest`), so `make clean` removes both together, and
 it is bound to one landing directory.
+
+Where the SQL runs: on the `local` target the streaming query and the raw tables share one
+embedded SparkSession, and foreachBatch inserts from a temporary view. On the `cluster` target
+the tables live behind the Thrift Server: the streaming query is an application of its own on
+the cluster's master, foreachBatch writes the batch as parquet files to
+`<warehouse>/_staging/<raw schema>/batch-<id>` (replaced whole on a re-run) and the same
+inserts run through the Thrift Server, reading those files. The checkpoint protocol is the
+same, so is the guarantee.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from kappa_shop.errors import KappaShopError
 from kappa_shop.log_format import TOPICS, TOPICS_BY_NAME
+from kappa_shop.warehouse import SessionWarehouse, Warehouse, columns, table_names, warehouse_dir
 
 BATCH_LOG_TABLE = "raw_ingestion_batches"
 # Files are never forgotten: Spark's default (7 days) would silently skip a file that lands
@@ -66,48 +75,39 @@ class IngestionReport:
         return sum(batch.records for batch in self.batches)
 
 
-def _local_path(uri: str) -> Path:
-    parsed = urlparse(uri)
-    if parsed.scheme not in ("", "file"):
-        raise KappaShopError(f"the warehouse {uri} is not on the local file system")
-    return Path(unquote(parsed.path))
-
-
-def checkpoint_dir(spark: Any, raw_schema: str) -> Path:
+def checkpoint_dir(warehouse: Warehouse, raw_schema: str) -> Path:
     """Where the ingestion query of `raw_schema` keeps its checkpoint."""
-    warehouse = _local_path(spark.conf.get("spark.sql.warehouse.dir"))
-    return warehouse / "_checkpoints" / raw_schema / "ingest"
+    return warehouse_dir(warehouse) / "_checkpoints" / raw_schema / "ingest"
 
 
-def ingested_tables(spark: Any, raw_schema: str) -> list[str]:
+def staging_dir(warehouse: Warehouse, raw_schema: str) -> Path:
+    """Where ingestion stages batches for a Thrift Server to load (cluster target only)."""
+    return warehouse_dir(warehouse) / "_staging" / raw_schema
+
+
+def ingested_tables(warehouse: Warehouse, raw_schema: str) -> list[str]:
     """The raw tables of `raw_schema` that ingestion made (partitioned by ingestion batch)."""
-    if not spark.catalog.databaseExists(raw_schema):
-        return []
-    names = [topic.raw_table for topic in TOPICS]
+    present = table_names(warehouse, raw_schema)
     return [
-        name
-        for name in names
-        if spark.catalog.tableExists(f"{raw_schema}.{name}")
-        and any(
-            column.isPartition
-            for column in spark.catalog.listColumns(f"{raw_schema}.{name}")
-            if column.name == "_ingestion_batch_id"
-        )
+        topic.raw_table
+        for topic in TOPICS
+        if topic.raw_table in present
+        and columns(warehouse, f"{raw_schema}.{topic.raw_table}")[1] == ["_ingestion_batch_id"]
     ]
 
 
-def ensure_raw_tables(spark: Any, raw_schema: str) -> None:
+def ensure_raw_tables(warehouse: Warehouse, raw_schema: str) -> None:
     """Create the raw schema and tables if missing; refuse tables ingestion did not make."""
-    spark.sql(f"create schema if not exists {raw_schema}")
+    warehouse.sql(f"create schema if not exists {raw_schema}")
     tables = [topic.raw_table for topic in TOPICS]
     for table in tables:
-        spark.sql(
+        warehouse.sql(
             f"create table if not exists {raw_schema}.{table} ("
             " raw_record string, _source_file string, _ingested_at timestamp,"
             " _ingestion_batch_id bigint"
             ") using parquet partitioned by (_ingestion_batch_id)"
         )
-    spark.sql(
+    warehouse.sql(
         f"create table if not exists {raw_schema}.{BATCH_LOG_TABLE} ("
         " ingested_at timestamp, landed_file_count int, landed_record_count bigint,"
         " ingestion_batch_id bigint"
@@ -117,11 +117,7 @@ def ensure_raw_tables(spark: Any, raw_schema: str) -> None:
         *((table, "_ingestion_batch_id") for table in tables),
         (BATCH_LOG_TABLE, "ingestion_batch_id"),
     ]:
-        partitions = [
-            column.name
-            for column in spark.catalog.listColumns(f"{raw_schema}.{table}")
-            if column.isPartition
-        ]
+        partitions = columns(warehouse, f"{raw_schema}.{table}")[1]
         if partitions != [partition_column]:
             raise KappaShopError(
                 f"{raw_schema}.{table} exists but was not created by ingestion (it is not "
@@ -152,8 +148,13 @@ def ingest(
     progress: Callable[[str], None] = print,
     max_files_per_batch: int | None = None,
     pause_between_writes: float = 0.0,
+    warehouse: Warehouse | None = None,
 ) -> IngestionReport:
-    """Ingest every landed file not yet ingested into the raw tables of `raw_schema`."""
+    """Ingest every landed file not yet ingested into the raw tables of `raw_schema`.
+
+    `spark` runs the streaming query; `warehouse` holds the raw tables (by default the same
+    embedded session; a Thrift Server's for the cluster target).
+    """
     from pyspark.errors import StreamingQueryException
     from pyspark.sql import functions as F
 
@@ -166,9 +167,14 @@ def ingest(
             f"{landing_dir} has no topics/ folder: not a landing zone "
             "(expected topics/<topic>/partition=<p>/*.jsonl)"
         )
-    ensure_raw_tables(spark, raw_schema)
-    checkpoint = checkpoint_dir(spark, raw_schema)
+    warehouse = warehouse or SessionWarehouse(spark)
+    shared_session = isinstance(warehouse, SessionWarehouse) and warehouse.spark is spark
+    ensure_raw_tables(warehouse, raw_schema)
+    checkpoint = checkpoint_dir(warehouse, raw_schema)
     _bind_landing(checkpoint, landing_dir)
+    staging = None if shared_session else staging_dir(warehouse, raw_schema)
+    if staging is not None:
+        shutil.rmtree(staging, ignore_errors=True)  # what a killed run staged is restaged
 
     report = IngestionReport(raw_schema=raw_schema)
     failure: list[BaseException] = []
@@ -176,7 +182,15 @@ def ingest(
     def write_batch(batch: Any, epoch_id: int) -> None:
         try:
             report.batches.append(
-                _write_batch(batch, epoch_id + 1, raw_schema, progress, pause_between_writes)
+                _write_batch(
+                    batch,
+                    epoch_id + 1,
+                    raw_schema,
+                    warehouse,
+                    staging,
+                    progress,
+                    pause_between_writes,
+                )
             )
         except BaseException as error:  # kept to re-raise without Spark's wrapping
             failure.append(error)
@@ -215,13 +229,18 @@ def _write_batch(
     batch: Any,
     batch_id: int,
     raw_schema: str,
+    warehouse: Warehouse,
+    staging: Path | None,
     progress: Callable[[str], None],
     pause_between_writes: float,
 ) -> IngestedBatch:
-    """Write one ingestion batch: each topic's partition, then the batch's receipt."""
+    """Write one ingestion batch: each topic's partition, then the batch's receipt.
+
+    With `staging`, the batch is first written there as files for the warehouse to read;
+    otherwise the warehouse is this batch's own session and reads a temporary view.
+    """
     from pyspark.sql import functions as F
 
-    spark = batch.sparkSession
     ingested_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     landed = batch.select(
         "raw_record",
@@ -239,16 +258,21 @@ def _write_batch(
                 f"the landing zone holds files of unknown topic(s) {', '.join(unknown)}; "
                 f"known topics: {', '.join(TOPICS_BY_NAME)}. Move them out and run again"
             )
-        view = f"_kappa_shop_landed_{batch_id}"
-        landed.createOrReplaceTempView(view)
+        if staging is None:
+            source = f"_kappa_shop_landed_{batch_id}"
+            landed.createOrReplaceTempView(source)
+        else:
+            batch_dir = staging / f"batch-{batch_id}"
+            landed.write.mode("overwrite").partitionBy("topic").parquet(str(batch_dir))
+            source = f"parquet.`{batch_dir}`"
         for topic in TOPICS:
             if topic.name not in counts:
                 continue
-            spark.sql(
+            warehouse.sql(
                 f"insert overwrite table {raw_schema}.{topic.raw_table} "
                 f"partition (_ingestion_batch_id = {batch_id}) "
                 f"select raw_record, _source_file, timestamp'{ingested_at}' as _ingested_at "
-                f"from {view} where topic = '{topic.name}'"
+                f"from {source} where topic = '{topic.name}'"
             )
             if pause_between_writes:
                 # fault-injection mode: say where we are, then leave time to be killed here
@@ -259,12 +283,15 @@ def _write_batch(
                 time.sleep(pause_between_writes)
         files = sum(files for _, files in counts.values())
         records = sum(records for records, _ in counts.values())
-        spark.sql(
+        warehouse.sql(
             f"insert overwrite table {raw_schema}.{BATCH_LOG_TABLE} "
             f"partition (ingestion_batch_id = {batch_id}) "
             f"select timestamp'{ingested_at}', {files}, {records}"
         )
-        spark.catalog.dropTempView(view)
+        if staging is None:
+            batch.sparkSession.catalog.dropTempView(source)
+        else:
+            shutil.rmtree(staging / f"batch-{batch_id}", ignore_errors=True)
     finally:
         landed.unpersist()
     receipt = IngestedBatch(

@@ -22,7 +22,6 @@ from kappa_shop.generator import GeneratorConfig, generate, read_manifest
 from kappa_shop.ingest import BATCH_LOG_TABLE, ingest, ingested_tables
 from kappa_shop.landing import batch_numbers, deliver
 from kappa_shop.log_format import TOPICS
-from kappa_shop.spark import session_for
 
 SAMPLE_LOG = GeneratorConfig(seed=42, events=5_000, days=2.0, batches=6)
 LOG_SOURCES = ("generated", "seeds")
@@ -68,21 +67,21 @@ def prepare_sample_log(project: DbtProject, config: GeneratorConfig = SAMPLE_LOG
 
 def load_generated_sample(project: DbtProject) -> None:
     """Deliver the sample log to the landing zone and ingest it, one arrival batch at a time."""
-    spark = session_for(project.profiles_dir, project.target_name)
+    warehouse = project.warehouse()
+    spark = project.spark()
     log_dir = prepare_sample_log(project)
     landing_dir = data_dir(project) / "landing"
     for batch in batch_numbers(log_dir):
         delivered = deliver(log_dir, landing_dir, [batch])
         if delivered.files_delivered:
             print(f"Arrival batch {batch}: {delivered.files_delivered} files landed")
-        ingest(spark, landing_dir, project.raw_schema)
+        ingest(spark, landing_dir, project.raw_schema, warehouse=warehouse)
 
 
 def load_seed_sample(project: DbtProject) -> None:
     """Load the canonical sample log (seeds/sample_log) as the raw tables, unless the raw
     schema holds an ingested log (loading a seed drops the table it replaces)."""
-    spark = session_for(project.profiles_dir, project.target_name)
-    ingested = ingested_tables(spark, project.raw_schema)
+    ingested = ingested_tables(project.warehouse(), project.raw_schema)
     if ingested:
         raise KappaShopError(
             f"{project.raw_schema} holds an ingested log ({', '.join(ingested)}); the seeds "

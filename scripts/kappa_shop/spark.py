@@ -1,14 +1,18 @@
-"""A SparkSession configured exactly like the `local` dbt target.
+"""The SparkSession our own jobs run in, configured from the dbt target in profiles.yml.
 
-The settings live in one place, profiles.yml (`server_side_parameters` of the `local`
-output). Our own Spark jobs (ingestion) read them from there, so that the same process can run
-ingestion and then dbt: dbt-spark's `getOrCreate()` finds the session already running with the
-same metastore, warehouse and settings, and Spark starts once.
+For the `local` target it is exactly dbt's embedded session: the settings live in one place,
+profiles.yml (`server_side_parameters` of the `local` output). Ingestion reads them from
+there, so that the same process can run ingestion and then dbt: dbt-spark's `getOrCreate()`
+finds the session already running with the same metastore, warehouse and settings, and Spark
+starts once. For the `cluster` target it is a Spark application on the cluster's master
+(`ingestion_spark_conf` of the `cluster` output), beside the Thrift Server dbt talks to.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -56,17 +60,62 @@ def default_target(profiles_dir: Path) -> str:
 
 
 def session_for(profiles_dir: Path, target: str):  # noqa: ANN201 (pyspark imports lazily)
-    """Start (or reuse) the SparkSession of a `method: session` target."""
-    output = profile_output(profiles_dir, target)
-    if output.get("method") != "session":
+    """The SparkSession our own jobs (ingestion) run in for `target`."""
+    return session_for_output(profile_output(profiles_dir, target), target)
+
+
+def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
+    """Start (or reuse) the SparkSession for a rendered profile output.
+
+    - `method: session` (local): the embedded session dbt-spark itself uses, with the Hive
+      metastore and warehouse of the project directory, configured by the output's
+      `server_side_parameters`.
+    - `method: thrift` (cluster): a Spark application on the cluster's master, configured by
+      the output's `ingestion_spark_conf` (a key of ours that dbt ignores). It has no catalog
+      of its own: ingestion stages files that the Thrift Server loads into the tables.
+    """
+    method = output.get("method")
+    if method == "session":
+        settings = dict(output.get("server_side_parameters") or {})
+        settings["spark.sql.ansi.enabled"] = "false"  # as dbt-spark forces it
+        hive = True
+    elif method == "thrift":
+        settings = dict(output.get("ingestion_spark_conf") or {})
+        if "spark.master" not in settings:
+            raise KappaShopError(
+                f"target {target!r} has no `ingestion_spark_conf` with a spark.master in "
+                "profiles.yml: ingestion needs to know where the cluster's master is"
+            )
+        check_master_reachable(str(settings["spark.master"]), target)
+        hive = False
+    else:
         raise KappaShopError(
-            f"target {target!r} uses method {output.get('method')!r}; this job needs an "
-            "embedded Spark session (method: session), such as the `local` target"
+            f"target {target!r} uses method {method!r}; kappa-shop runs on `session` "
+            "(embedded Spark) and `thrift` (a Spark Thrift Server) targets"
         )
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.enableHiveSupport()
-    for key, value in output.get("server_side_parameters", {}).items():
+    builder = SparkSession.builder
+    if hive:
+        builder = builder.enableHiveSupport()
+    for key, value in settings.items():
         builder = builder.config(str(key), str(value))
-    builder = builder.config("spark.sql.ansi.enabled", "false")  # as dbt-spark forces it
     return builder.getOrCreate()
+
+
+def check_master_reachable(master: str, target: str) -> None:
+    """Fail in a second, not after Spark's minute of retries, when no master answers."""
+    match = re.fullmatch(r"spark://([^:/]+):(\d+)", master)
+    if not match:
+        return  # local[N], yarn, k8s://...: Spark reports those itself
+    host, port = match.group(1), int(match.group(2))
+    try:
+        with socket.create_connection((host, port), timeout=10):
+            pass
+    except OSError as error:
+        raise KappaShopError(
+            f"target {target!r}: no Spark master answers at {master} "
+            f"({error.strerror or error}). Check that the cluster is up (`kappa-shop cluster "
+            "status`; start the local one with `kappa-shop cluster up`) and that "
+            "KAPPA_SHOP_SPARK_MASTER names it"
+        ) from None

@@ -30,7 +30,7 @@ from kappa_shop.errors import KappaShopError
 from kappa_shop.generator import GeneratorConfig, generate, read_manifest
 from kappa_shop.ingest import checkpoint_dir, ingest
 from kappa_shop.landing import deliver
-from kappa_shop.spark import session_for
+from kappa_shop.warehouse import Warehouse, checksums, columns
 
 REDELIVERY = "redelivery"
 
@@ -134,63 +134,57 @@ def _redeliver(log_dir: Path, landing_dir: Path, batch: int, round_number: int) 
     return count
 
 
-def _checksums(spark: Any, schema: str, models: list[str]) -> dict[str, tuple[int, int]]:
+def _checksums(warehouse: Warehouse, schema: str, models: list[str]) -> dict[str, tuple[int, int]]:
     """Row count and an order-independent checksum of every model table."""
-    sums = {}
-    for model in models:
-        row = spark.sql(
-            f"select count(*) as n, coalesce(sum(cast(xxhash64(to_json(struct(*))) "
-            f"as decimal(38, 0))), 0) as checksum from {schema}.{model}"
-        ).first()
-        sums[model] = (int(row["n"]), int(row["checksum"]))
-    return sums
+    sums = checksums(warehouse, [f"{schema}.{model}" for model in models])
+    return {model: sums[f"{schema}.{model}"] for model in models}
 
 
-def _comparable(frame: Any) -> Any:
-    """The frame with VARIANT columns as JSON text (VARIANT has no equality in Spark)."""
-    from pyspark.sql import functions as F
-
-    columns = []
-    for column in frame.schema.fields:
-        if column.dataType.typeName() == "variant":
-            columns.append(F.to_json(F.col(column.name)).alias(column.name))
-        else:
-            columns.append(F.col(column.name))
-    return frame.select(*columns)
-
-
-def diff_model(spark: Any, model: str, grain: list[str], left: str, right: str) -> ModelDiff:
-    """Compare `left.model` (incremental) with `right.model` (full refresh)."""
-    from pyspark.sql import functions as F
-
-    incremental = _comparable(spark.table(f"{left}.{model}"))
-    full = _comparable(spark.table(f"{right}.{model}"))
-    only_incremental = incremental.exceptAll(full)
-    only_full = full.exceptAll(incremental)
+def diff_model(
+    warehouse: Warehouse, model: str, grain: list[str], left: str, right: str
+) -> ModelDiff:
+    """Compare `left.model` (incremental) with `right.model` (full refresh), in Spark SQL on
+    the target (both tables stay where they are)."""
+    described, _ = columns(warehouse, f"{left}.{model}")
+    # VARIANT has no equality in Spark: compare its JSON text
+    select_list = ", ".join(
+        f"to_json(`{name}`) as `{name}`" if data_type == "variant" else f"`{name}`"
+        for name, data_type in described
+    )
+    frames = f"""with incr as (select {select_list} from {left}.{model}),
+refr as (select {select_list} from {right}.{model}),
+only_incr as (select * from incr except all select * from refr),
+only_refr as (select * from refr except all select * from incr)
+"""
+    if grain:
+        on = " and ".join(f"i.`{key}` <=> r.`{key}`" for key in grain)
+        counts = f"""
+  (select count(*) from only_incr i join only_refr r on {on}) as differing,
+  (select count(*) from only_incr i left anti join only_refr r on {on}) as only_incr,
+  (select count(*) from only_refr r left anti join only_incr i on {on}) as only_refr"""
+    else:
+        counts = """
+  0 as differing,
+  (select count(*) from only_incr) as only_incr,
+  (select count(*) from only_refr) as only_refr"""
+    row = warehouse.sql(
+        frames + "select (select count(*) from incr) as incr_rows, "
+        f"(select count(*) from refr) as refr_rows,{counts}"
+    )[0]
     diff = ModelDiff(
         model=model,
         grain=grain,
-        incremental_rows=incremental.count(),
-        full_rows=full.count(),
-        only_in_incremental=0,
-        only_in_full=0,
-        differing=0,
+        incremental_rows=int(row["incr_rows"]),
+        full_rows=int(row["refr_rows"]),
+        only_in_incremental=int(row["only_incr"]),
+        only_in_full=int(row["only_refr"]),
+        differing=int(row["differing"]),
     )
-    if grain:
-        both = only_incremental.alias("i").join(
-            only_full.alias("f"),
-            on=[F.col(f"i.{key}").eqNullSafe(F.col(f"f.{key}")) for key in grain],
-        )
-        diff.differing = both.count()
-        diff.only_in_incremental = only_incremental.join(only_full, grain, "left_anti").count()
-        diff.only_in_full = only_full.join(only_incremental, grain, "left_anti").count()
-    else:
-        diff.only_in_incremental = only_incremental.count()
-        diff.only_in_full = only_full.count()
-    columns = incremental.columns[:6]
-    for label, frame in (("incremental", only_incremental), ("full", only_full)):
-        for row in frame.select(*columns).limit(2).collect():
-            diff.sample.append(f"only in {label}: " + json.dumps(row.asDict(), default=str)[:300])
+    if not diff.equal:
+        shown = ", ".join(f"`{name}`" for name, _ in described[:6])
+        for label, frame in (("incremental", "only_incr"), ("full", "only_refr")):
+            for sample in warehouse.sql(frames + f"select {shown} from {frame} limit 2"):
+                diff.sample.append(f"only in {label}: " + json.dumps(sample, default=str)[:300])
     return diff
 
 
@@ -211,10 +205,11 @@ def verify(
     if work_dir.exists():
         shutil.rmtree(work_dir)
     log_dir, landing_dir = work_dir / "log", work_dir / "landing"
-    spark = session_for(project.profiles_dir, project.target_name)
+    warehouse = project.warehouse()
+    spark = project.spark()
     for schema in (raw_schema, incremental_schema, full_schema):
-        spark.sql(f"drop schema if exists {schema} cascade")
-    shutil.rmtree(checkpoint_dir(spark, raw_schema), ignore_errors=True)
+        warehouse.sql(f"drop schema if exists {schema} cascade")
+    shutil.rmtree(checkpoint_dir(warehouse, raw_schema), ignore_errors=True)
 
     generated = GeneratorConfig(
         seed=config.seed,
@@ -270,7 +265,9 @@ def verify(
                 files = _redeliver(log_dir, landing_dir, entry.batches[0], number)
             else:
                 files = deliver(log_dir, landing_dir, entry.batches).files_delivered
-            report = ingest(spark, landing_dir, raw_schema, progress=lambda message: None)
+            report = ingest(
+                spark, landing_dir, raw_schema, progress=lambda message: None, warehouse=warehouse
+            )
             result = run_build(label=f"round {number}")
             models = sorted(
                 {item.node.name for item in result.results if item.node.resource_type == "model"}
@@ -281,18 +278,18 @@ def verify(
                 f"incremental build of {len(models)} models done"
             )
             if number == idempotence_round:
-                before = _checksums(spark, incremental_schema, models)
+                before = _checksums(warehouse, incremental_schema, models)
                 run_build(label=f"round {number}, built again")
-                after = _checksums(spark, incremental_schema, models)
+                after = _checksums(warehouse, incremental_schema, models)
                 idempotence_failures += [
                     f"building round {number} twice changed {model}"
                     for model in models
                     if before[model] != after[model]
                 ]
-        before = _checksums(spark, incremental_schema, models)
-        _forget_last_runs(spark, incremental_schema)
+        before = _checksums(warehouse, incremental_schema, models)
+        _forget_last_runs(warehouse, incremental_schema)
         run_build(label="replay of the last runs")
-        after = _checksums(spark, incremental_schema, models)
+        after = _checksums(warehouse, incremental_schema, models)
         idempotence_failures += [
             f"redoing the last recorded run changed {model}"
             for model in models
@@ -315,21 +312,21 @@ def verify(
         if item.node.resource_type == "model"
     }
     diffs = [
-        diff_model(spark, model, grains.get(model, []), incremental_schema, full_schema)
+        diff_model(warehouse, model, grains.get(model, []), incremental_schema, full_schema)
         for model in models
     ]
     return VerifyReport(config, schedule, diffs, idempotence_failures, failed_tests)
 
 
-def _forget_last_runs(spark: Any, schema: str) -> None:
+def _forget_last_runs(warehouse: Warehouse, schema: str) -> None:
     """Drop each model's latest ledger range, so the next build redoes it."""
     ledger = f"{schema}.kappa_consumed_batches"
-    latest = spark.sql(
+    latest = warehouse.sql(
         f"select model_name, max(first_batch_id) as first_batch_id from {ledger} "
         "group by model_name"
-    ).collect()
+    )
     for row in latest:
-        spark.sql(
+        warehouse.sql(
             f"alter table {ledger} drop if exists partition "
             f"(model_name = '{row['model_name']}', first_batch_id = {row['first_batch_id']})"
         )

@@ -19,12 +19,16 @@ import pytest
 
 from kappa_shop.dbt import DbtProject
 from kappa_shop.pipeline import BuildSummary, build
+from kappa_shop.verify import VerifyConfig, VerifyReport, verify
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOT_COPIED = shutil.ignore_patterns(
     ".venv*", ".git", "target", "logs", "spark-warehouse", "metastore_db", "derby.log",
-    "data", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info",
+    "data", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info", ".cluster",
 )  # fmt: skip
+# The proof at a small scale, run on the local target (test_verify) and on the cluster target
+# (test_cluster), whose tables are then compared across the two targets.
+SMALL_PROOF = VerifyConfig(seed=3, events=600, rounds=2)
 
 
 def copy_project(destination: Path) -> Path:
@@ -74,3 +78,13 @@ def built_project(spark: Any, project_copy: Path) -> BuiltProject:
     """The copy built exactly as `make run` builds it: generated sample log, dbt build, docs."""
     project = DbtProject(root=project_copy, profiles_dir=project_copy)
     return BuiltProject(root=project_copy, dbt=project, summary=build(project))
+
+
+@pytest.fixture(scope="session")
+def small_local_proof(
+    spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFactory
+) -> VerifyReport:
+    """SMALL_PROOF on the local target in the project copy (schemas verify_<seed>_*)."""
+    project = DbtProject(root=project_copy, profiles_dir=project_copy)
+    work_dir = tmp_path_factory.mktemp("small-proof")
+    return verify(project, SMALL_PROOF, work_dir, progress=lambda message: None)

@@ -66,7 +66,7 @@ def test_help_explains_every_subcommand_and_option():
     top = _kappa_shop("--help", path=os.environ["PATH"])
     assert top.returncode == 0
     # argparse formats help with %-placeholders: a stray % in a help text crashes --help
-    for subcommand in ("check", "generate", "deliver", "ingest", "verify", "build"):
+    for subcommand in ("check", "generate", "deliver", "ingest", "verify", "build", "cluster"):
         assert subcommand in top.stdout
         result = _kappa_shop(subcommand, "--help", path=os.environ["PATH"])
         assert result.returncode == 0, result.stderr

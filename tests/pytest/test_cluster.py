@@ -1,0 +1,370 @@
+"""The `cluster` target on a real Spark cluster: `kappa-shop cluster up` starts a standalone
+master, two workers and a Thrift Server on 127.0.0.1 (from the pip install of PySpark), the
+proof runs on it unchanged, the same log gives the same tables as on `local`, bad settings
+fail fast in one line, and `cluster down` leaves no process behind.
+
+Everything here runs the real command line in subprocesses, in a copy of the project with
+ports of its own (so a cluster someone left running on the default ports is not touched). The
+module's fixture stops the cluster by pid even when a test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import SMALL_PROOF, copy_project
+
+from kappa_shop.warehouse import SessionWarehouse, Warehouse, columns, open_thrift, table_names
+
+pytestmark = pytest.mark.spark
+
+# columns that hold the wall-clock time of ingestion: the one thing two ingestions of the same
+# log do not share
+INGESTION_TIME_COLUMNS = {"_ingested_at", "ingested_at"}
+
+
+@dataclass
+class Cluster:
+    root: Path
+    environment: dict[str, str]
+    thrift_port: int
+    master_port: int
+    ui_port: int
+
+    def run(self, *arguments: str, timeout: float = 600, **overrides: str):
+        return _kappa_shop(self.root, {**self.environment, **overrides}, *arguments, timeout)
+
+    def pids(self) -> dict[str, int]:
+        state = json.loads((self.root / ".cluster" / "cluster.json").read_text())
+        return {entry["name"]: entry["pid"] for entry in state["components"]}
+
+
+def _kappa_shop(root: Path, environment: dict[str, str], *arguments, timeout=600.0):
+    command = [sys.executable, "-m", "kappa_shop", "--project-dir", str(root), *arguments]
+    return subprocess.run(
+        [str(part) for part in command],
+        cwd=root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _free_ports(count: int) -> int:
+    """The first of `count` consecutive free ports on 127.0.0.1."""
+    for base in range(20_000 + os.getpid() % 20_000, 60_000, 7):
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                probe = socket.socket()
+                sockets.append(probe)
+                probe.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for probe in sockets:
+                probe.close()
+    raise RuntimeError("no free ports")
+
+
+def _environment(root: Path, **settings: str) -> dict[str, str]:
+    environment = dict(os.environ)
+    environment.update(
+        DBT_PROFILES_DIR=str(root),
+        SPARK_CONF_DIR=str(root / "conf"),
+        SPARK_LOCAL_IP="127.0.0.1",
+        **settings,
+    )
+    environment.pop("KAPPA_SHOP_SCHEMA", None)
+    environment.pop("KAPPA_SHOP_TARGET", None)
+    return environment
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _spark_processes_in(directory: Path) -> list[int]:
+    """Spark processes working inside `directory` (what `down` must leave none of)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = Path(os.readlink(entry / "cwd"))
+            command_line = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        inside = cwd == directory or directory in cwd.parents
+        if inside and b"org.apache.spark" in command_line and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _listening_addresses(pids: list[int]) -> set[str]:
+    """The local addresses the processes listen on (from /proc: no tools needed)."""
+    inodes = set()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    addresses = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                address = fields[1].split(":")[0]
+                addresses.add(_decode_address(address))
+    return addresses
+
+
+def _decode_address(hex_address: str) -> str:
+    raw = bytes.fromhex(hex_address)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1])
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    root = copy_project(tmp_path_factory.mktemp("cluster") / "kappa_shop")
+    ui_port = _free_ports(4)
+    master_port = _free_ports(1)
+    thrift_port = _free_ports(1)
+    while thrift_port == master_port or ui_port <= thrift_port < ui_port + 4:
+        thrift_port += 1
+    environment = _environment(
+        root,
+        KAPPA_SHOP_THRIFT_PORT=str(thrift_port),
+        KAPPA_SHOP_SPARK_MASTER=f"spark://127.0.0.1:{master_port}",
+        KAPPA_SHOP_CLUSTER_UI_PORT=str(ui_port),
+    )
+    handle = Cluster(root, environment, thrift_port, master_port, ui_port)
+    try:
+        started = handle.run("cluster", "up", timeout=400)
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield handle
+    finally:
+        # stop by pid even when a test failed; then make sure, pid by pid
+        handle.run("cluster", "down", timeout=300)
+        for pid in [*handle.pids().values(), *_spark_processes_in(root / ".cluster")]:
+            if _alive(pid):
+                os.kill(pid, 9)
+
+
+def test_up_starts_master_workers_and_thrift_server_on_loopback_and_is_idempotent(cluster):
+    pids = cluster.pids()
+    assert set(pids) == {"master", "worker-1", "worker-2", "thrift-server"}
+    assert all(_alive(pid) for pid in pids.values()), pids
+
+    status = cluster.run("cluster", "status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert status.stdout.count("running") == 4, status.stdout
+
+    # every listening socket of the cluster's processes (executors included) is on loopback
+    processes = [*pids.values(), *_spark_processes_in(cluster.root / ".cluster")]
+    addresses = _listening_addresses(processes)
+    assert addresses, "the cluster listens nowhere?"
+    assert addresses <= {"127.0.0.1", "::ffff:127.0.0.1"}, addresses
+
+    again = cluster.run("cluster", "up")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "already running" in again.stdout
+    assert cluster.pids() == pids
+
+    check = cluster.run("check", "--target", "cluster")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert f"answers at 127.0.0.1:{cluster.thrift_port}" in check.stdout
+
+
+def test_up_refuses_a_taken_port_or_a_missing_java_in_one_line(tmp_path):
+    root = copy_project(tmp_path / "kappa_shop")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        environment = _environment(
+            root,
+            KAPPA_SHOP_SPARK_MASTER=f"spark://127.0.0.1:{port}",
+            KAPPA_SHOP_CLUSTER_UI_PORT=str(_free_ports(4)),
+        )
+        result = _kappa_shop(root, environment, "cluster", "up", timeout=120)
+
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert f"port {port} (rpc) on 127.0.0.1 is taken" in result.stderr
+    assert "KAPPA_SHOP_SPARK_MASTER" in result.stderr
+    assert not _spark_processes_in(root / ".cluster")
+
+    no_java = {**environment, "PATH": str(Path(sys.executable).parent)}
+    no_java.pop("JAVA_HOME", None)
+    result = _kappa_shop(root, no_java, "cluster", "up", timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert "Spark needs Java 17" in result.stderr
+
+
+def test_bad_settings_fail_fast_with_one_line_naming_the_target(cluster):
+    def one_line_failure(*arguments: str, **overrides: str) -> str:
+        started = time.monotonic()
+        result = cluster.run(*arguments, timeout=120, **overrides)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert time.monotonic() - started < 60
+        assert result.stderr.strip().count("\n") == 0, result.stderr
+        assert "target 'cluster'" in result.stderr
+        return result.stderr
+
+    nobody = str(_free_ports(1))
+    message = one_line_failure("check", "--target", "cluster", KAPPA_SHOP_THRIFT_PORT=nobody)
+    assert f"no Spark Thrift Server answers at 127.0.0.1:{nobody}" in message
+    assert "kappa-shop cluster up" in message
+
+    # a port where something answers that is not a Thrift Server: the master's web UI (HTTP)
+    # and its RPC port
+    for wrong in (cluster.ui_port, cluster.master_port):
+        message = one_line_failure(
+            "check", "--target", "cluster", KAPPA_SHOP_THRIFT_PORT=str(wrong)
+        )
+        assert "the handshake failed" in message
+
+    message = one_line_failure(
+        "ingest",
+        "--target",
+        "cluster",
+        "--landing",
+        str(cluster.root / "data" / "landing"),
+        KAPPA_SHOP_SPARK_MASTER=f"spark://127.0.0.1:{nobody}",
+    )
+    assert f"no Spark master answers at spark://127.0.0.1:{nobody}" in message
+
+    message = one_line_failure("check", "--target", "cluster", KAPPA_SHOP_SCHEMA="not-a-name")
+    assert "schema 'not-a-name' is not a plain name" in message
+
+    # a schema that holds no raw tables: plain dbt stops before any model, with one message
+    dbt = Path(sys.executable).parent / "dbt"
+    result = subprocess.run(
+        [str(dbt), "run", "--target", "cluster"],
+        cwd=cluster.root,
+        env={**cluster.environment, "KAPPA_SHOP_SCHEMA": "nothing_here"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "target 'cluster' (schema nothing_here): the raw table(s) nothing_here_raw." in (
+        result.stdout
+    )
+    assert "OK created" not in result.stdout
+
+
+def test_the_proof_holds_on_the_cluster(cluster):
+    result = cluster.run(
+        "verify",
+        "--target",
+        "cluster",
+        "--seeds",
+        str(SMALL_PROOF.seed),
+        "--events",
+        str(SMALL_PROOF.events),
+        "--rounds",
+        str(SMALL_PROOF.rounds),
+        timeout=1800,
+    )
+
+    print(result.stdout[-6000:])
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert f"Proof PASSED (seed {SMALL_PROOF.seed})" in result.stdout
+    # the cluster really did the work: the Thrift Server's warehouse holds the tables, and
+    # ingestion ran as an application on the master
+    warehouse = cluster.root / ".cluster" / "warehouse"
+    assert (warehouse / f"verify_{SMALL_PROOF.seed}_full.db" / "sessions").is_dir()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(f"http://127.0.0.1:{cluster.ui_port}/json/") as response:
+        applications = json.loads(response.read())
+    names = {app["name"] for app in applications.get("completedapps", [])}
+    names |= {app["name"] for app in applications.get("activeapps", [])}
+    assert {"kappa_shop_ingest", "kappa_shop_thrift_server"} <= names, names
+
+
+def _comparable_checksums(warehouse: Warehouse, schema: str) -> dict[str, tuple[int, int]]:
+    """Per table: rows and an order-independent checksum of every column but ingestion time."""
+    sums = {}
+    for table in sorted(table_names(warehouse, schema)):
+        described, _ = columns(warehouse, f"{schema}.{table}")
+        kept = [f"`{name}`" for name, _ in described if name not in INGESTION_TIME_COLUMNS]
+        row = warehouse.sql(
+            f"select count(*) as n, cast(coalesce(sum(cast(xxhash64(to_json(struct("
+            f"{', '.join(kept)}))) as decimal(38, 0))), 0) as string) as checksum "
+            f"from {schema}.{table}"
+        )[0]
+        sums[table] = (int(row["n"]), int(str(row["checksum"])))
+    return sums
+
+
+def test_the_same_log_gives_the_same_tables_on_local_and_cluster(cluster, spark, small_local_proof):
+    # the same seed, scale and schedule ran on both targets: the proof above on the cluster,
+    # and on the local target in this process (conftest's small_local_proof)
+    assert small_local_proof.passed
+    local = SessionWarehouse(spark)
+    remote = open_thrift(
+        {"host": "127.0.0.1", "port": cluster.thrift_port, "schema": "default"}, "cluster"
+    )
+    try:
+        prefix = f"verify_{SMALL_PROOF.seed}"
+        for schema in (f"{prefix}_raw", f"{prefix}_incremental", f"{prefix}_full"):
+            on_local = _comparable_checksums(local, schema)
+            on_cluster = _comparable_checksums(remote, schema)
+            assert len(on_local) >= 7, (schema, on_local)
+            assert on_cluster.keys() == on_local.keys(), schema
+            differing = {
+                table: (on_local[table], on_cluster[table])
+                for table in on_local
+                if on_local[table] != on_cluster[table]
+            }
+            assert not differing, (schema, differing)
+            assert sum(rows for rows, _ in on_local.values()) > 300, schema
+    finally:
+        remote.close()
+
+
+def test_down_stops_every_process_and_frees_the_ports(cluster):
+    pids = cluster.pids()
+    assert all(_alive(pid) for pid in pids.values())
+
+    stopped = cluster.run("cluster", "down", timeout=300)
+
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert "The cluster is down." in stopped.stdout
+    assert not any(_alive(pid) for pid in pids.values())
+    assert not _spark_processes_in(cluster.root / ".cluster")
+    for port in (cluster.thrift_port, cluster.master_port, cluster.ui_port):
+        with pytest.raises(ConnectionRefusedError):  # nothing listens there any more
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    status = cluster.run("cluster", "status")
+    assert status.returncode == 1
+    again = cluster.run("cluster", "down")
+    assert again.returncode == 0 and "Nothing was running." in again.stdout
