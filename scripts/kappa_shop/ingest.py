@@ -259,6 +259,8 @@ def _write_batch(
                 f"known topics: {', '.join(TOPICS_BY_NAME)}. Move them out and run again"
             )
         if staging is None:
+            # the batch's own session: its temporary views are not visible to others
+            warehouse = SessionWarehouse(batch.sparkSession, warehouse.target)
             source = f"_kappa_shop_landed_{batch_id}"
             landed.createOrReplaceTempView(source)
         else:

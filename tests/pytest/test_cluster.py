@@ -42,10 +42,14 @@ class Cluster:
     ui_port: int
 
     def run(self, *arguments: str, timeout: float = 600, **overrides: str):
-        return _kappa_shop(self.root, {**self.environment, **overrides}, *arguments, timeout)
+        environment = {**self.environment, **overrides}
+        return _kappa_shop(self.root, environment, *arguments, timeout=timeout)
 
     def pids(self) -> dict[str, int]:
-        state = json.loads((self.root / ".cluster" / "cluster.json").read_text())
+        path = self.root / ".cluster" / "cluster.json"
+        if not path.is_file():
+            return {}
+        state = json.loads(path.read_text())
         return {entry["name"]: entry["pid"] for entry in state["components"]}
 
 
@@ -151,11 +155,9 @@ def _decode_address(hex_address: str) -> str:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Iterator[Cluster]:
     root = copy_project(tmp_path_factory.mktemp("cluster") / "kappa_shop")
-    ui_port = _free_ports(4)
-    master_port = _free_ports(1)
-    thrift_port = _free_ports(1)
-    while thrift_port == master_port or ui_port <= thrift_port < ui_port + 4:
-        thrift_port += 1
+    # six free ports in a row: four web UIs, the master, the Thrift Server
+    ui_port = _free_ports(6)
+    master_port, thrift_port = ui_port + 4, ui_port + 5
     environment = _environment(
         root,
         KAPPA_SHOP_THRIFT_PORT=str(thrift_port),
@@ -238,6 +240,7 @@ def test_bad_settings_fail_fast_with_one_line_naming_the_target(cluster):
         return result.stderr
 
     nobody = str(_free_ports(1))
+    assert int(nobody) not in range(cluster.ui_port, cluster.ui_port + 6)
     message = one_line_failure("check", "--target", "cluster", KAPPA_SHOP_THRIFT_PORT=nobody)
     assert f"no Spark Thrift Server answers at 127.0.0.1:{nobody}" in message
     assert "kappa-shop cluster up" in message
