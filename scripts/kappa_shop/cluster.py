@@ -201,6 +201,8 @@ def plan(settings: ClusterSettings, conf_dir: Path) -> list[Component]:
         "spark.sql.hive.metastorePartitionPruning": "false",
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.adaptive.enabled": "true",
+        # every executor reads the same disk: never hold a task back waiting for locality
+        "spark.locality.wait": "0s",
         "spark.driver.extraJavaOptions": java_options,
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.ui.port": str(thrift_ui),
@@ -277,7 +279,10 @@ def _alive(pid: int | None, main_class: str) -> bool:
         status = Path(f"/proc/{pid}/stat").read_text().split()[2]
     except OSError:
         return False
-    return status != "Z" and main_class in command_line
+    if status == "Z":
+        return False
+    # empty while the launcher script execs java: the same process, mid-exec
+    return not command_line or main_class in command_line
 
 
 def _port_taken(port: int) -> bool:
@@ -471,7 +476,7 @@ def _wait_for(
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(component.pid, component.main_class):
+        if not _exists(int(component.pid or 0)):
             raise KappaShopError(
                 f"the {component.name} exited while starting; the end of "
                 f"{settings.logs / component.log}:\n{_log_tail(settings.logs / component.log)}"

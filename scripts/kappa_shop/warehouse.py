@@ -191,10 +191,15 @@ def schema_exists(warehouse: Warehouse, schema: str) -> bool:
 
 
 def table_names(warehouse: Warehouse, schema: str) -> set[str]:
-    """The tables (and views) of `schema`; none when it does not exist."""
+    """The tables (and views) of `schema`; none when it does not exist. Temporary views,
+    which `show tables` lists with every schema's tables, are left out."""
     if not schema_exists(warehouse, schema):
         return set()
-    return {str(row["tableName"]) for row in warehouse.sql(f"show tables in {schema}")}
+    return {
+        str(row["tableName"])
+        for row in warehouse.sql(f"show tables in {schema}")
+        if not row.get("isTemporary")
+    }
 
 
 def columns(warehouse: Warehouse, relation: str) -> tuple[list[tuple[str, str]], list[str]]:

@@ -28,9 +28,9 @@ from kappa_shop.warehouse import SessionWarehouse, Warehouse, columns, open_thri
 
 pytestmark = pytest.mark.spark
 
-# columns that hold the wall-clock time of ingestion: the one thing two ingestions of the same
-# log do not share
-INGESTION_TIME_COLUMNS = {"_ingested_at", "ingested_at"}
+# columns that hold wall-clock times (of ingestion, of a ledger entry): the one thing two runs
+# over the same log do not share
+WALL_CLOCK_COLUMNS = {"_ingested_at", "ingested_at", "recorded_at"}
 
 
 @dataclass
@@ -314,11 +314,11 @@ def test_the_proof_holds_on_the_cluster(cluster):
 
 
 def _comparable_checksums(warehouse: Warehouse, schema: str) -> dict[str, tuple[int, int]]:
-    """Per table: rows and an order-independent checksum of every column but ingestion time."""
+    """Per table: rows and an order-independent checksum of every column but wall-clock times."""
     sums = {}
     for table in sorted(table_names(warehouse, schema)):
         described, _ = columns(warehouse, f"{schema}.{table}")
-        kept = [f"`{name}`" for name, _ in described if name not in INGESTION_TIME_COLUMNS]
+        kept = [f"`{name}`" for name, _ in described if name not in WALL_CLOCK_COLUMNS]
         row = warehouse.sql(
             f"select count(*) as n, cast(coalesce(sum(cast(xxhash64(to_json(struct("
             f"{', '.join(kept)}))) as decimal(38, 0))), 0) as string) as checksum "

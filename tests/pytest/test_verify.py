@@ -18,7 +18,7 @@ from kappa_shop.verify import REDELIVERY, VerifyConfig, format_report, plan_sche
 def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path):
     seed = 2
     project = DbtProject(root=project_copy, profiles_dir=project_copy)
-    config = VerifyConfig(seed=seed, events=1_000, rounds=3)
+    config = VerifyConfig(seed=seed, events=800, rounds=3)
 
     report = verify(project, config, tmp_path / "proof", progress=lambda message: None)
 
@@ -106,7 +106,7 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(tmp_path):
 
     result = subprocess.run(
         [sys.executable, "-m", "kappa_shop", "--project-dir", str(project), "verify",
-         "--seeds", "4", "--events", "800", "--rounds", "2"],
+         "--seeds", "4", "--events", "500", "--rounds", "2"],
         cwd=project,
         env=environment,
         capture_output=True,
