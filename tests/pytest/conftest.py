@@ -38,6 +38,23 @@ def copy_project(destination: Path) -> Path:
     return destination
 
 
+def subprocess_environment(root: Path, **settings: str) -> dict[str, str]:
+    """The environment of a kappa-shop or dbt subprocess working in the project copy `root`:
+    its profiles, Spark bound to loopback, the default schema and target unless `settings`
+    say otherwise."""
+    environment = dict(os.environ)
+    environment.update(
+        DBT_PROFILES_DIR=str(root),
+        SPARK_CONF_DIR=str(root / "conf"),
+        SPARK_LOCAL_IP="127.0.0.1",
+        **settings,
+    )
+    for name in ("KAPPA_SHOP_SCHEMA", "KAPPA_SHOP_TARGET"):
+        if name not in settings:
+            environment.pop(name, None)
+    return environment
+
+
 @dataclass
 class BuiltProject:
     """A built copy of the project: where it is, how to run dbt in it, what the build said."""

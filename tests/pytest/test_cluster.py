@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_PROOF, copy_project
+from conftest import SMALL_PROOF, copy_project, subprocess_environment
 
 from kappa_shop.warehouse import SessionWarehouse, Warehouse, columns, open_thrift, table_names
 
@@ -82,19 +82,6 @@ def _free_ports(count: int) -> int:
             for probe in sockets:
                 probe.close()
     raise RuntimeError("no free ports")
-
-
-def _environment(root: Path, **settings: str) -> dict[str, str]:
-    environment = dict(os.environ)
-    environment.update(
-        DBT_PROFILES_DIR=str(root),
-        SPARK_CONF_DIR=str(root / "conf"),
-        SPARK_LOCAL_IP="127.0.0.1",
-        **settings,
-    )
-    environment.pop("KAPPA_SHOP_SCHEMA", None)
-    environment.pop("KAPPA_SHOP_TARGET", None)
-    return environment
 
 
 def _alive(pid: int | None) -> bool:
@@ -158,7 +145,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
     # six free ports in a row: four web UIs, the master, the Thrift Server
     ui_port = _free_ports(6)
     master_port, thrift_port = ui_port + 4, ui_port + 5
-    environment = _environment(
+    environment = subprocess_environment(
         root,
         KAPPA_SHOP_THRIFT_PORT=str(thrift_port),
         KAPPA_SHOP_SPARK_MASTER=f"spark://127.0.0.1:{master_port}",
@@ -208,7 +195,7 @@ def test_up_refuses_a_taken_port_or_a_missing_java_in_one_line(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        environment = _environment(
+        environment = subprocess_environment(
             root,
             KAPPA_SHOP_SPARK_MASTER=f"spark://127.0.0.1:{port}",
             KAPPA_SHOP_CLUSTER_UI_PORT=str(_free_ports(4)),

@@ -4,12 +4,11 @@ fails when the incremental contract is broken on purpose."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
-from conftest import copy_project
+from conftest import copy_project, subprocess_environment
 
 from kappa_shop.dbt import DbtProject
 from kappa_shop.verify import REDELIVERY, VerifyConfig, format_report, plan_schedule, verify
@@ -96,13 +95,7 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(tmp_path):
     macro.write_text(
         macro.read_text().replace(">= {{ first_new_batch() }}", "> {{ first_new_batch() }}")
     )
-    environment = dict(os.environ)
-    environment.update(
-        DBT_PROFILES_DIR=str(project),
-        SPARK_CONF_DIR=str(project / "conf"),
-        SPARK_LOCAL_IP="127.0.0.1",
-    )
-    environment.pop("KAPPA_SHOP_SCHEMA", None)
+    environment = subprocess_environment(project)
 
     result = subprocess.run(
         [sys.executable, "-m", "kappa_shop", "--project-dir", str(project), "verify",
