@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
@@ -221,19 +221,29 @@ def columns(warehouse: Warehouse, relation: str) -> tuple[list[tuple[str, str]],
     return described, partitions
 
 
-def checksums(warehouse: Warehouse, relations: Iterable[str]) -> dict[str, tuple[int, int]]:
+def checksums(
+    warehouse: Warehouse, relations: Iterable[str], leave_out: Collection[str] = ()
+) -> dict[str, tuple[int, int]]:
     """Row count and an order-independent checksum of each relation, in one query.
 
     The checksum sums a 64-bit hash of each row's JSON (VARIANT columns included); two tables
-    with the same rows in any order have the same pair.
+    with the same rows in any order have the same pair. Columns named in `leave_out` (wall-clock
+    times, say) are not part of it.
     """
     relations = list(relations)
     if not relations:
         return {}
+
+    def row_json(relation: str) -> str:
+        if not leave_out:
+            return "to_json(struct(*))"
+        kept = [name for name, _ in columns(warehouse, relation)[0] if name not in leave_out]
+        return "to_json(struct(" + ", ".join(f"`{name}`" for name in kept) + "))"
+
     union = "\nunion all\n".join(
         f"select '{relation}' as relation, count(*) as row_count, "
-        "cast(coalesce(sum(cast(xxhash64(to_json(struct(*))) as decimal(38, 0))), 0) as string)"
-        f" as checksum from {relation}"
+        f"cast(coalesce(sum(cast(xxhash64({row_json(relation)}) as decimal(38, 0))), 0) "
+        f"as string) as checksum from {relation}"
         for relation in relations
     )
     return {

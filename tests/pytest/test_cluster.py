@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from conftest import SMALL_PROOF, copy_project, subprocess_environment
 
-from kappa_shop.warehouse import SessionWarehouse, Warehouse, columns, open_thrift, table_names
+from kappa_shop.warehouse import SessionWarehouse, Warehouse, checksums, open_thrift, table_names
 
 pytestmark = pytest.mark.spark
 
@@ -302,17 +302,9 @@ def test_the_proof_holds_on_the_cluster(cluster):
 
 def _comparable_checksums(warehouse: Warehouse, schema: str) -> dict[str, tuple[int, int]]:
     """Per table: rows and an order-independent checksum of every column but wall-clock times."""
-    sums = {}
-    for table in sorted(table_names(warehouse, schema)):
-        described, _ = columns(warehouse, f"{schema}.{table}")
-        kept = [f"`{name}`" for name, _ in described if name not in WALL_CLOCK_COLUMNS]
-        row = warehouse.sql(
-            f"select count(*) as n, cast(coalesce(sum(cast(xxhash64(to_json(struct("
-            f"{', '.join(kept)}))) as decimal(38, 0))), 0) as string) as checksum "
-            f"from {schema}.{table}"
-        )[0]
-        sums[table] = (int(row["n"]), int(str(row["checksum"])))
-    return sums
+    tables = sorted(table_names(warehouse, schema))
+    sums = checksums(warehouse, [f"{schema}.{table}" for table in tables], WALL_CLOCK_COLUMNS)
+    return {table: sums[f"{schema}.{table}"] for table in tables}
 
 
 def test_the_same_log_gives_the_same_tables_on_local_and_cluster(cluster, spark, small_local_proof):
