@@ -15,7 +15,8 @@ export SPARK_CONF_DIR ?= $(CURDIR)/conf
 export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
 
 .DEFAULT_GOAL := help
-.PHONY: help setup check run test lint parse pytest verify docs-serve dbt clean distclean lock
+.PHONY: help setup check browser run test lint parse docs-check lineage pytest verify docs-serve \
+	slim-ci dbt clean distclean lock
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -39,7 +40,17 @@ check: setup ## check the machine: Java 17 for Spark
 run: check ## load the sample log, dbt build, dbt docs generate, print a summary
 	$(BIN)/kappa-shop build
 
-test: check lint parse pytest ## lint, dbt parse (warnings are errors), the pytest suite
+test: check browser lint parse docs-check pytest ## lint, dbt parse, docs coverage and lineage, pytest
+
+# The docs-site test opens the generated docs in Debian's Chromium (a downloaded browser cannot
+# run here). Installed from Debian's packages when missing (as root, or through sudo).
+CHROMIUM ?= /usr/bin/chromium
+browser: ## install Debian's chromium for the docs-site browser test, when missing
+	@test -x $(CHROMIUM) || { \
+	  echo "Installing Debian's chromium (for the docs-site browser test)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	@test -x $(CHROMIUM) || { echo "make: no $(CHROMIUM): install Debian's chromium (apt-get install chromium)"; exit 1; }
 
 lint: setup ## sqlfluff on the SQL (sparksql), ruff on the Python
 	$(BIN)/sqlfluff lint models tests/dbt
@@ -48,6 +59,13 @@ lint: setup ## sqlfluff on the SQL (sparksql), ruff on the Python
 
 parse: setup ## dbt parse with warnings as errors
 	$(BIN)/dbt --warn-error parse --quiet
+
+docs-check: parse ## fail on anything undocumented, or a lineage picture that is not current
+	$(BIN)/kappa-shop docs-coverage --catalog no
+	$(BIN)/kappa-shop lineage --check
+
+lineage: parse ## redraw docs/lineage.svg (the README's picture of the DAG) from the manifest
+	$(BIN)/kappa-shop lineage
 
 pytest: setup ## the pytest suite: builds the project on a real Spark session
 	$(BIN)/pytest
@@ -61,6 +79,10 @@ verify: check ## the proof for SEEDS (1,2,3), EVENTS (3000) and ROUNDS (5): make
 docs-serve: setup ## serve the generated docs on http://127.0.0.1:8080
 	@test -f target/index.html || { echo "make: no docs yet; run 'make run' first"; exit 1; }
 	$(BIN)/dbt docs serve --host 127.0.0.1 --port 8080 --no-browser
+
+BASE ?= main
+slim-ci: check ## build and test only what changed since BASE (main): make slim-ci BASE=main
+	$(BIN)/kappa-shop slim-ci --base-ref $(BASE)
 
 dbt: setup ## run any dbt command: make dbt ARGS="build --select sessions"
 	$(BIN)/dbt $(ARGS)

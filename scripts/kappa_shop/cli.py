@@ -7,6 +7,9 @@
     kappa-shop verify     the proof: incremental runs equal a full refresh (per model diff)
     kappa-shop build      sample log -> raw tables, dbt build, dbt docs generate, summary
     kappa-shop cluster    start, stop or show a Spark cluster with a Thrift Server on 127.0.0.1
+    kappa-shop docs-coverage  fail on any undocumented source, seed, model, column or macro
+    kappa-shop lineage    draw the DAG from the manifest (docs/lineage.svg); --check: is it current?
+    kappa-shop slim-ci    build and test only what changed since a saved manifest of main
 
 Ordinary mistakes (no Java, a bad option value, a missing directory, a failed dbt command)
 end with one line on stderr and exit status 1, never a traceback.
@@ -249,6 +252,63 @@ def _parser() -> argparse.ArgumentParser:
         default=180.0,
         help="seconds to wait for the cluster to answer (up) or a process to stop (down)",
     )
+    coverage = commands.add_parser(
+        "docs-coverage",
+        help="fail on any undocumented source, seed, model, column, macro or exposure",
+        description=(
+            "Read target/manifest.json (from `dbt parse`) and, when present, target/catalog.json "
+            "(from `dbt docs generate` after a build), and list every source, seed, model, "
+            "column, macro argument, exposure or singular test without a description, and every "
+            "column of a built table that its YAML does not declare. Exit 1 if there is any."
+        ),
+    )
+    coverage.add_argument(
+        "--catalog",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="compare with the built tables' columns in target/catalog.json: auto (when it "
+        "exists, the default), yes (required), no",
+    )
+    lineage = commands.add_parser(
+        "lineage",
+        help="draw the DAG from the manifest into docs/lineage.svg (--check: is it current?)",
+        description=(
+            "Draw the lineage of the whole DAG (sources, seeds, models, exposures and their "
+            "dependencies) from target/manifest.json into docs/lineage.svg, the picture in the "
+            "README. Run `dbt parse` first (make lineage does both)."
+        ),
+    )
+    lineage.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if docs/lineage.svg differs from what the manifest gives",
+    )
+    slim = commands.add_parser(
+        "slim-ci",
+        help="build and test only the models changed since main, and what depends on them",
+        description=(
+            "Slim CI, as a pull-request workflow runs it: compare the project with a saved "
+            "manifest of main (--state DIR holding manifest.json, or --base-ref REF to make one "
+            "from git), then `dbt build --select state:modified+ --full-refresh` in the "
+            "target: the changed models are rebuilt from the log with everything downstream of "
+            "them, and tested. The target must hold a build of main (raw tables and the models "
+            "upstream of the change)."
+        ),
+    )
+    _add_target(slim)
+    base = slim.add_mutually_exclusive_group(required=True)
+    base.add_argument(
+        "--state", type=Path, help="a directory with main's manifest.json (a CI artifact)"
+    )
+    base.add_argument(
+        "--base-ref",
+        help="a git ref (such as main) to parse into a manifest first, in a temporary directory",
+    )
+    slim.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what would be built (dbt ls), build nothing",
+    )
     return parser
 
 
@@ -260,6 +320,8 @@ def _run(arguments: argparse.Namespace) -> int:
         return _generate(arguments)
     if command == "deliver":
         return _deliver(arguments)
+    if command in ("docs-coverage", "lineage"):
+        return _docs(arguments)
 
     project_root = find_project_root(arguments.project_dir)
     java = check_java()
@@ -301,6 +363,8 @@ def _run(arguments: argparse.Namespace) -> int:
 
     if command == "verify":
         return _verify(arguments, project)
+    if command == "slim-ci":
+        return _slim_ci(arguments, project)
 
     from kappa_shop.pipeline import build, format_summary
 
@@ -413,6 +477,36 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
         )
         return 1
     return 0
+
+
+def _docs(arguments: argparse.Namespace) -> int:
+    from kappa_shop import docs_coverage, lineage
+    from kappa_shop.environment import find_project_root
+
+    root = find_project_root(arguments.project_dir)
+    if arguments.command == "docs-coverage":
+        with_catalog = {"auto": None, "yes": True, "no": False}[arguments.catalog]
+        gaps = docs_coverage.check(root / "target", with_catalog=with_catalog)
+        print(docs_coverage.format_gaps(gaps), file=sys.stderr if gaps else sys.stdout)
+        return 1 if gaps else 0
+    if arguments.check:
+        picture = lineage.check_picture(root)
+        print(f"ok: {picture.relative_to(root)} shows the DAG of target/manifest.json")
+        return 0
+    picture = lineage.write_picture(root)
+    print(f"Wrote {picture.relative_to(root)} from target/manifest.json")
+    return 0
+
+
+def _slim_ci(arguments: argparse.Namespace, project: object) -> int:
+    from kappa_shop.dbt import DbtProject
+    from kappa_shop.slim_ci import slim_ci
+
+    assert isinstance(project, DbtProject)
+    outcome = slim_ci(
+        project, state=arguments.state, base_ref=arguments.base_ref, dry_run=arguments.dry_run
+    )
+    return 0 if outcome.passed else 1
 
 
 def _describe(batches: list[int]) -> str:

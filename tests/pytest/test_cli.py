@@ -66,7 +66,8 @@ def test_help_explains_every_subcommand_and_option():
     top = _kappa_shop("--help", path=os.environ["PATH"])
     assert top.returncode == 0
     # argparse formats help with %-placeholders: a stray % in a help text crashes --help
-    for subcommand in ("check", "generate", "deliver", "ingest", "verify", "build", "cluster"):
+    subcommands = ("check", "generate", "deliver", "ingest", "verify", "build", "cluster")
+    for subcommand in (*subcommands, "docs-coverage", "lineage", "slim-ci"):
         assert subcommand in top.stdout
         result = _kappa_shop(subcommand, "--help", path=os.environ["PATH"])
         assert result.returncode == 0, result.stderr

@@ -92,6 +92,22 @@ def test_sessions_equal_an_independent_sessionization(built_project, spark, samp
     assert len(expected) > 100
 
 
+def test_sources_are_fresh_after_ingesting_the_sample_log(built_project):
+    # every source declares freshness on its ingestion time; a log ingested just now passes
+    result = built_project.dbt.invoke("source", "freshness")
+
+    freshness = [item for item in result.results if item.node.resource_type == "source"]
+    statuses = {item.node.unique_id: str(item.status) for item in freshness}
+    streams = yaml.safe_load((built_project.root / "dbt_project.yml").read_text())["vars"][
+        "log_streams"
+    ]
+    sources = {f"source.kappa_shop.{stream['source']}" for stream in streams.values()}
+    assert set(statuses) == sources | {"source.kappa_shop.ingestion.batches"}
+    assert set(statuses.values()) == {"pass"}, statuses
+    for item in freshness:
+        assert item.age < 6 * 3600, (item.node.unique_id, item.age)
+
+
 def test_running_the_job_again_changes_nothing(built_project, spark):
     before = sorted(tuple(row) for row in spark.table("kappa_shop.sessions").collect())
     raw_before = spark.table("kappa_shop_raw.raw_web_events").count()
