@@ -131,6 +131,53 @@ def spark_home() -> Path:
     return home
 
 
+# The one jar the Thrift Server needs that the PySpark wheel does not ship: Hive's function
+# registry (initialized when a Thrift session that used the metastore closes) loads a class of
+# hive-llap-common, and without it that close fails once with NoClassDefFoundError (and the
+# registry never initializes: SPARK-51041). The full Spark distribution ships the jar.
+MAVEN_REPOSITORY = os.environ.get("KAPPA_SHOP_MAVEN_REPOSITORY", "https://repo1.maven.org/maven2")
+
+
+def hive_llap_common_jar() -> Path:
+    """Where the cached hive-llap-common jar of the wheel's Hive version lives (it may not)."""
+    versions = [path.name for path in (spark_home() / "jars").glob("hive-exec-*-core.jar")]
+    version = versions[0].removeprefix("hive-exec-").removesuffix("-core.jar") if versions else ""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kappa-shop"
+    return cache / "jars" / f"hive-llap-common-{version}.jar"
+
+
+def fetch_hive_llap_common(progress: Callable[[str], None] = print) -> Path | None:
+    """The hive-llap-common jar, downloaded from Maven Central once (checked against its
+    SHA-1) and cached; None, after one warning line, when it cannot be fetched."""
+    import hashlib
+
+    jar = hive_llap_common_jar()
+    if jar.is_file():
+        return jar
+    version = jar.stem.removeprefix("hive-llap-common-")
+    url = f"{MAVEN_REPOSITORY}/org/apache/hive/hive-llap-common/{version}/{jar.name}"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            content = response.read()
+        with urllib.request.urlopen(url + ".sha1", timeout=30) as response:
+            expected = response.read().decode().split()[0].strip()
+    except (OSError, ValueError) as error:
+        progress(
+            f"  warning: cannot fetch {url} ({error}); the Thrift Server starts without it and "
+            "may fail to close its first session (NoClassDefFoundError ... LlapSigner)"
+        )
+        return None
+    if hashlib.sha1(content).hexdigest() != expected:
+        progress(f"  warning: {url} does not match its SHA-1; not used")
+        return None
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    partial = jar.with_name(f".{jar.name}.partial")
+    partial.write_bytes(content)
+    os.replace(partial, jar)
+    progress(f"  fetched {jar.name} for the Thrift Server (cached in {jar.parent})")
+    return jar
+
+
 def plan(settings: ClusterSettings, conf_dir: Path) -> list[Component]:
     """The processes of the cluster, in start order."""
     spark = spark_home()
@@ -225,6 +272,8 @@ def plan(settings: ClusterSettings, conf_dir: Path) -> list[Component]:
         "--driver-memory",
         settings.thrift_driver_memory,
     ]
+    if hive_llap_common_jar().is_file():
+        command += ["--driver-class-path", str(hive_llap_common_jar())]
     for key, value in server_conf.items():
         command += ["--conf", f"{key}={value}"]
     command += [
@@ -343,6 +392,7 @@ def up(
     for directory in (settings.home, settings.logs, settings.warehouse):
         directory.mkdir(parents=True, exist_ok=True)
     previous = _read_state(settings.home)
+    fetch_hive_llap_common(progress)
     components = plan(settings, conf_dir)
     running = {
         component.name: previous[component.name]
