@@ -24,6 +24,7 @@
     {%- call statement('main') -%}
         {{ get_insert_overwrite_sql(recomputed, this, existing_relation) }}
     {%- endcall -%}
+    {%- do fault_point('after_overwrite') -%}
     {%- set present_query -%}
         select distinct cast({{ partition_column }} as string) as partition_value from {{ recomputed }}
     {%- endset -%}

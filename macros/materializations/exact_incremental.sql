@@ -24,7 +24,11 @@
         version of the model as a plain table): rebuild it -#}
     {%- set full_refresh = existing_relation is none or should_full_refresh() or consumed == 0 -%}
     {%- set first_batch_id = 1 if full_refresh else consumed + 1 -%}
-    {%- set last_batch_id = available_through(model) -%}
+    {#- the batches the compiled SQL read (in_new_batches marks its upper bound), else as far
+        as the inputs hold -#}
+    {%- set read_through = modules.re.findall('kappa_last_new_batch=([0-9]+)', compiled_code) -%}
+    {%- set last_batch_id = (read_through | map('int') | min) if read_through
+        else available_through(model) -%}
     {%- if not full_refresh and first_batch_id > last_batch_id + 1 -%}
         {% do exceptions.raise_compiler_error(
             this ~ " has consumed through ingestion batch " ~ (first_batch_id - 1)
@@ -43,6 +47,7 @@
     {%- endif -%}
 
     {{ run_hooks(pre_hooks) }}
+    {%- do fault_point('before_write') -%}
 
     {%- if full_refresh -%}
         {%- if existing_relation is not none -%}
@@ -78,9 +83,11 @@
             ~ " recomputed " ~ days | length ~ " partition(s) " ~ days[0] ~ ".." ~ days[-1]) }}
     {%- endif -%}
 
+    {%- do fault_point('after_write') -%}
     {%- if full_refresh or first_batch_id <= last_batch_id -%}
         {% do record_consumed_batches(this, first_batch_id, last_batch_id, full_refresh, days) %}
     {%- endif -%}
+    {%- do fault_point('after_commit') -%}
 
     {{ run_hooks(post_hooks) }}
     {% do persist_docs(this, model) %}

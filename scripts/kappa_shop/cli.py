@@ -324,6 +324,10 @@ def _run(arguments: argparse.Namespace) -> int:
         return _docs(arguments)
 
     project_root = find_project_root(arguments.project_dir)
+    if command == "ingest":  # bad input is one line, before Spark starts
+        from kappa_shop.ingest import check_landing_zone
+
+        check_landing_zone(arguments.landing.resolve())
     java = check_java()
     if command == "check" and arguments.target is None:
         print(f"ok: Java {java.major_version} at {java.executable}; project at {project_root}")

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kappa_shop.errors import KappaShopError
 from kappa_shop.log_format import TOPICS, TOPICS_BY_NAME
@@ -126,6 +126,25 @@ def ensure_raw_tables(warehouse: Warehouse, raw_schema: str) -> None:
             )
 
 
+def _lock_ingestion(checkpoint: Path, raw_schema: str) -> IO[str]:
+    """Hold an OS lock on the checkpoint, or stop in one line: one ingestion into a raw schema
+    at a time (two would write the same batch ids). The lock dies with its process, so a
+    killed ingestion leaves none behind. Close the returned file to release it."""
+    import fcntl
+
+    path = checkpoint / "ingest.lock"
+    handle = path.open("a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise KappaShopError(
+            f"another ingestion into {raw_schema} is running (it holds {path}): one at a time; "
+            "wait for it to finish. Nothing was ingested by this one."
+        ) from None
+    return handle
+
+
 def _bind_landing(checkpoint: Path, landing_dir: Path) -> None:
     """One checkpoint follows one landing directory; a different one would reuse batch ids."""
     marker = checkpoint / "landing_dir.txt"
@@ -139,6 +158,38 @@ def _bind_landing(checkpoint: Path, landing_dir: Path) -> None:
         return
     checkpoint.mkdir(parents=True, exist_ok=True)
     marker.write_text(f"{landing_dir}\n")
+
+
+def check_landing_zone(landing_dir: Path) -> Path:
+    """The landing zone's topics/ folder, after checking that every landed file can be read.
+
+    Spark's file source would fail on an unreadable file deep inside a micro-batch, with a
+    stack trace; here it is one line naming the file, before anything is ingested."""
+    topics_dir = landing_dir / "topics"
+    if not landing_dir.is_dir():
+        raise KappaShopError(f"landing directory {landing_dir} does not exist")
+    if not topics_dir.is_dir():
+        raise KappaShopError(
+            f"{landing_dir} has no topics/ folder: not a landing zone "
+            "(expected topics/<topic>/partition=<p>/*.jsonl)"
+        )
+    unreadable: list[str] = []
+    for path in sorted(topics_dir.rglob("*.jsonl")):
+        if path.is_dir():
+            continue
+        try:
+            with path.open("rb") as handle:
+                handle.read(1)
+        except OSError as error:
+            unreadable.append(f"{path.relative_to(landing_dir)} ({error.strerror or error})")
+    if unreadable:
+        raise KappaShopError(
+            f"cannot read {len(unreadable)} landed file(s) in {landing_dir}: "
+            + "; ".join(unreadable[:3])
+            + ("; ..." if len(unreadable) > 3 else "")
+            + ". Nothing was ingested: make them readable or move them out of the landing zone."
+        )
+    return topics_dir
 
 
 def ingest(
@@ -159,70 +210,67 @@ def ingest(
     from pyspark.sql import functions as F
 
     landing_dir = landing_dir.resolve()
-    topics_dir = landing_dir / "topics"
-    if not landing_dir.is_dir():
-        raise KappaShopError(f"landing directory {landing_dir} does not exist")
-    if not topics_dir.is_dir():
-        raise KappaShopError(
-            f"{landing_dir} has no topics/ folder: not a landing zone "
-            "(expected topics/<topic>/partition=<p>/*.jsonl)"
-        )
+    topics_dir = check_landing_zone(landing_dir)
     warehouse = warehouse or SessionWarehouse(spark)
     shared_session = isinstance(warehouse, SessionWarehouse) and warehouse.spark is spark
     ensure_raw_tables(warehouse, raw_schema)
     checkpoint = checkpoint_dir(warehouse, raw_schema)
     _bind_landing(checkpoint, landing_dir)
-    staging = None if shared_session else staging_dir(warehouse, raw_schema)
-    if staging is not None:
-        shutil.rmtree(staging, ignore_errors=True)  # what a killed run staged is restaged
-
-    report = IngestionReport(raw_schema=raw_schema)
-    failure: list[BaseException] = []
-
-    def write_batch(batch: Any, epoch_id: int) -> None:
-        try:
-            report.batches.append(
-                _write_batch(
-                    batch,
-                    epoch_id + 1,
-                    raw_schema,
-                    warehouse,
-                    staging,
-                    progress,
-                    pause_between_writes,
-                )
-            )
-        except BaseException as error:  # kept to re-raise without Spark's wrapping
-            failure.append(error)
-            raise
-
-    reader = (
-        spark.readStream.format("text")
-        .option("recursiveFileLookup", "true")
-        .option("pathGlobFilter", "*.jsonl")
-        .option("maxFileAge", MAX_FILE_AGE)
-    )
-    if max_files_per_batch:
-        reader = reader.option("maxFilesPerTrigger", str(max_files_per_batch))
-    lines = reader.load(str(topics_dir)).select(
-        F.col("value").alias("raw_record"), F.col("_metadata.file_path").alias("file_path")
-    )
-    query = (
-        lines.writeStream.foreachBatch(write_batch)
-        .option("checkpointLocation", str(checkpoint / "query"))
-        .trigger(availableNow=True)
-        .queryName(f"ingest_{raw_schema}")
-        .start()
-    )
+    lock = _lock_ingestion(checkpoint, raw_schema)
     try:
-        query.awaitTermination()
-    except StreamingQueryException as error:
-        if failure and isinstance(failure[0], KappaShopError):
-            raise failure[0] from None
-        cause = failure[0] if failure else error
-        first_line = str(cause).strip().splitlines()[0] if str(cause).strip() else repr(cause)
-        raise KappaShopError(f"ingestion failed: {first_line}") from None
-    return report
+        staging = None if shared_session else staging_dir(warehouse, raw_schema)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)  # what a killed run staged is restaged
+
+        report = IngestionReport(raw_schema=raw_schema)
+        failure: list[BaseException] = []
+
+        def write_batch(batch: Any, epoch_id: int) -> None:
+            try:
+                report.batches.append(
+                    _write_batch(
+                        batch,
+                        epoch_id + 1,
+                        raw_schema,
+                        warehouse,
+                        staging,
+                        progress,
+                        pause_between_writes,
+                    )
+                )
+            except BaseException as error:  # kept to re-raise without Spark's wrapping
+                failure.append(error)
+                raise
+
+        reader = (
+            spark.readStream.format("text")
+            .option("recursiveFileLookup", "true")
+            .option("pathGlobFilter", "*.jsonl")
+            .option("maxFileAge", MAX_FILE_AGE)
+        )
+        if max_files_per_batch:
+            reader = reader.option("maxFilesPerTrigger", str(max_files_per_batch))
+        lines = reader.load(str(topics_dir)).select(
+            F.col("value").alias("raw_record"), F.col("_metadata.file_path").alias("file_path")
+        )
+        query = (
+            lines.writeStream.foreachBatch(write_batch)
+            .option("checkpointLocation", str(checkpoint / "query"))
+            .trigger(availableNow=True)
+            .queryName(f"ingest_{raw_schema}")
+            .start()
+        )
+        try:
+            query.awaitTermination()
+        except StreamingQueryException as error:
+            if failure and isinstance(failure[0], KappaShopError):
+                raise failure[0] from None
+            cause = failure[0] if failure else error
+            first_line = str(cause).strip().splitlines()[0] if str(cause).strip() else repr(cause)
+            raise KappaShopError(f"ingestion failed: {first_line}") from None
+        return report
+    finally:
+        lock.close()  # releases the lock (as a killed process's end does)
 
 
 def _write_batch(

@@ -93,14 +93,42 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
             f"target {target!r} uses method {method!r}; kappa-shop runs on `session` "
             "(embedded Spark) and `thrift` (a Spark Thrift Server) targets"
         )
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    # (a SparkContext of this process, started by dbt in one of its threads, is no rival)
+    if hive and SparkContext._active_spark_context is None:
+        check_metastore_free(Path.cwd() / "metastore_db")
     builder = SparkSession.builder
     if hive:
         builder = builder.enableHiveSupport()
     for key, value in settings.items():
         builder = builder.config(str(key), str(value))
     return builder.getOrCreate()
+
+
+def check_metastore_free(metastore: Path) -> None:
+    """Refuse, in one line, to start a second Spark process on an embedded metastore.
+
+    Derby admits one process per metastore directory and holds an OS lock on its
+    `dbex.lck` while it runs (released when the process ends, however it ends). Without this
+    check, a second build of the same project at once fails inside Spark with a long Derby
+    stack trace; with it, it stops before anything starts or changes."""
+    import fcntl
+
+    lock_file = metastore / "dbex.lck"
+    if not lock_file.is_file():
+        return
+    with lock_file.open("rb") as handle:
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            raise KappaShopError(
+                f"another Spark process (a build, a verify, a dbt command) is using this "
+                f"project's metastore ({metastore}): one at a time per project directory. "
+                "Wait for it to finish; nothing was started or changed."
+            ) from None
+        fcntl.lockf(handle, fcntl.LOCK_UN)
 
 
 def check_master_reachable(master: str, target: str) -> None:

@@ -76,3 +76,40 @@ def test_help_explains_every_subcommand_and_option():
     build = _kappa_shop("build", "--help", path=os.environ["PATH"])
     for option in ("--target", "--no-docs"):
         assert option in build.stdout
+
+
+def test_bad_arguments_and_configuration_are_one_line_each(tmp_path):
+    # none of these starts Spark: each is refused up front, in one line, without a traceback
+    landing = tmp_path / "landing"
+    partition = landing / "topics" / "web_events" / "partition=0"
+    partition.mkdir(parents=True)
+    (partition / "web_events+0+0.jsonl").write_text('{"a": 1}\n')
+    (partition / "web_events+0+1.jsonl").symlink_to(tmp_path / "gone.jsonl")  # unreadable
+    cases = {
+        ("build", "--target", "nope"): "unknown target 'nope': profiles.yml defines cluster, local",
+        ("generate", "--out", str(tmp_path / "log"), "--events", "-5"): (
+            "--events must be at least 1 (got -5)"
+        ),
+        ("generate", "--out", str(tmp_path / "log"), "--days", "0"): "--days must be positive",
+        ("ingest", "--landing", str(tmp_path / "missing")): (
+            f"landing directory {tmp_path / 'missing'} does not exist"
+        ),
+        ("ingest", "--landing", str(tmp_path)): "has no topics/ folder: not a landing zone",
+        ("ingest", "--landing", str(landing)): (
+            "cannot read 1 landed file(s) in "
+            f"{landing}: topics/web_events/partition=0/web_events+0+1.jsonl (No such file or "
+            "directory). Nothing was ingested"
+        ),
+        ("deliver", "--log", str(tmp_path / "no-log"), "--landing", str(landing), "--all"): (
+            str(tmp_path / "no-log")
+        ),
+        ("slim-ci", "--state", str(tmp_path)): "no manifest.json in",
+    }
+    for arguments, message in cases.items():
+        result = _kappa_shop(*arguments, path=os.environ["PATH"])
+
+        assert result.returncode == 1, (arguments, result.stdout, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, (arguments, result.stderr)
+        assert lines[0].startswith("kappa-shop: error: "), (arguments, lines)
+        assert message in lines[0], (arguments, lines)

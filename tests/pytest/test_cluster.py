@@ -168,6 +168,9 @@ def test_up_starts_master_workers_and_thrift_server_on_loopback_and_is_idempoten
     pids = cluster.pids()
     assert set(pids) == {"master", "worker-1", "worker-2", "thrift-server"}
     assert all(_alive(pid) for pid in pids.values()), pids
+    # the Thrift Server has the one Hive jar the wheel lacks (it closes sessions with it)
+    command_line = Path(f"/proc/{pids['thrift-server']}/cmdline").read_bytes()
+    assert b"hive-llap-common-" in command_line
 
     status = cluster.run("cluster", "status")
     assert status.returncode == 0, status.stdout + status.stderr
@@ -298,6 +301,83 @@ def test_the_proof_holds_on_the_cluster(cluster):
     names = {app["name"] for app in applications.get("completedapps", [])}
     names |= {app["name"] for app in applications.get("activeapps", [])}
     assert {"kappa_shop_ingest", "kappa_shop_thrift_server"} <= names, names
+
+
+def _dbt(cluster, *arguments: str) -> list[str]:
+    """A dbt command line on the cluster target of the copy."""
+    dbt = Path(sys.executable).parent / "dbt"
+    root = str(cluster.root)
+    return [str(dbt), *arguments, "--target", "cluster", "--project-dir", root,
+            "--profiles-dir", root]  # fmt: skip
+
+
+def test_a_second_run_of_the_same_schema_is_refused_and_changes_nothing(cluster):
+    # runs on the proof's tables (test_the_proof_holds_on_the_cluster)
+    schema, raw_vars = (
+        f"verify_{SMALL_PROOF.seed}_incremental",
+        ("--vars", json.dumps({"raw_schema": f"verify_{SMALL_PROOF.seed}_raw"})),
+    )
+    environment = {**cluster.environment, "KAPPA_SHOP_SCHEMA": schema, "PYTHONUNBUFFERED": "1"}
+    run = _dbt(cluster, "run", "--select", "stg_web__event_deliveries", *raw_vars)
+    remote = open_thrift(
+        {"host": "127.0.0.1", "port": cluster.thrift_port, "schema": "default"}, "cluster"
+    )
+    before = _comparable_checksums(remote, schema)
+    # the first run takes the lock and pauses inside its model (a fault point)
+    first = subprocess.Popen(
+        run,
+        cwd=cluster.root,
+        env={**environment, "KAPPA_SHOP_FAULT_POINT": "stg_web__event_deliveries:before_write"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        seen = []
+        assert first.stdout is not None
+        for line in first.stdout:
+            seen.append(line)
+            if "kappa fault point stg_web__event_deliveries:before_write reached" in line:
+                break
+        else:
+            raise AssertionError("".join(seen))
+
+        second = subprocess.run(
+            _dbt(cluster, "build", *raw_vars), cwd=cluster.root, env=environment,
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert second.returncode != 0
+        assert "is being built by another run (run, run " in second.stdout, second.stdout[-3000:]
+        assert "this run changed nothing" in second.stdout
+        assert "OK created" not in second.stdout
+        assert _comparable_checksums(remote, schema) == before
+    finally:
+        os.killpg(first.pid, 9)  # the holder crashes: its lock stays behind
+        first.wait(timeout=60)
+
+    third = subprocess.run(
+        run, cwd=cluster.root, env=environment, capture_output=True, text=True, timeout=600,
+        check=False,
+    )  # fmt: skip
+    assert third.returncode != 0
+    assert "If it crashed, its lock expires 360 minutes after it was taken" in third.stdout
+    holder = third.stdout.split("release_run_lock --args '{holder: ")[1].split("}")[0]
+    released = subprocess.run(
+        _dbt(cluster, "run-operation", "release_run_lock", "--args", f"{{holder: {holder}}}"),
+        cwd=cluster.root, env=environment, capture_output=True, text=True, timeout=600,
+        check=False,
+    )  # fmt: skip
+    assert released.returncode == 0, released.stdout[-3000:]
+    assert f"Released the run lock of {schema} held by run {holder}" in released.stdout
+
+    fourth = subprocess.run(
+        run, cwd=cluster.root, env=environment, capture_output=True, text=True, timeout=600,
+        check=False,
+    )  # fmt: skip
+    assert fourth.returncode == 0, fourth.stdout[-3000:]
+    assert remote.sql(f"select count(*) as n from {schema}.kappa_run_lock")[0]["n"] == 0
+    assert _comparable_checksums(remote, schema) == before  # no new batch: nothing changed
 
 
 def _comparable_checksums(warehouse: Warehouse, schema: str) -> dict[str, tuple[int, int]]:

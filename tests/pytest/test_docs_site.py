@@ -156,6 +156,13 @@ def test_the_overview_page_explains_the_project(built_project, docs_url, browser
 
     for heading in ("The log", "Layers", "The exactness contract", "Who reads it"):
         assert heading in text, heading
+
+    # the project's own page: the guarantees (docs/guarantees.md)
+    page.goto(f"{docs_url}#!/overview/kappa_shop")
+    page.wait_for_selector("text=What is not guaranteed")
+    text = page.inner_text("body")
+    for heading in ("Guarantees", "What is guaranteed", "Under these assumptions"):
+        assert heading in text, heading
     page.close()
 
 

@@ -107,6 +107,26 @@ def test_running_again_with_nothing_new_adds_nothing(ingested, spark):
     assert before == manifest["by_topic"]["web_events"]["records"]
 
 
+def test_a_second_ingestion_at_once_is_refused_and_adds_nothing(ingested, spark):
+    # another ingestion into the same raw schema holds the checkpoint's lock
+    import fcntl
+
+    from kappa_shop.ingest import checkpoint_dir
+    from kappa_shop.warehouse import SessionWarehouse
+
+    log_dir, landing, _, _ = ingested
+    before = spark.table(f"{SCHEMA}.raw_web_events").count()
+    deliver(log_dir, landing, batch_numbers(log_dir))  # nothing new: all delivered already
+    lock_path = checkpoint_dir(SessionWarehouse(spark), SCHEMA) / "ingest.lock"
+    with lock_path.open("a") as other_ingestion:
+        fcntl.flock(other_ingestion, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(KappaShopError, match=f"another ingestion into {SCHEMA} is running"):
+            ingest(spark, landing, SCHEMA, progress=lambda message: None)
+    assert spark.table(f"{SCHEMA}.raw_web_events").count() == before
+    # the lock goes with its holder: the next ingestion runs
+    assert ingest(spark, landing, SCHEMA, progress=lambda message: None).batches == []
+
+
 def test_a_schema_follows_one_landing_directory(ingested, spark, tmp_path):
     other = tmp_path / "other-landing"
     (other / "topics").mkdir(parents=True)

@@ -1,0 +1,103 @@
+"""One step of the fault tests (test_faults.py), in a process of its own so that the test can
+kill it with SIGKILL wherever it pauses.
+
+A step, in order, each part optional:
+1. `--recover`: a plain incremental `dbt run`, which must repair whatever a killed step left;
+2. `--batches 3,4`: land those arrival batches of the log and ingest them (with
+   `--pause-ingest S`, ingestion pauses S seconds after each raw table write and says so, so
+   that the test can kill it inside an ingestion batch);
+3. `--fault MODEL:POINT`: an incremental `dbt run` with that fault point armed
+   (KAPPA_SHOP_FAULT_POINT, see macros/faults/fault_point.sql); it pauses there and the test
+   kills it. `--fault none` runs without a fault (the test kills it on a timer instead);
+   `--full-refresh` makes that run a full refresh;
+4. `--final REPORT`: `dbt build` (every data test, conservation included), then
+   `dbt run --full-refresh` of the same raw tables into `<schema>_full` and a diff of every
+   model, written to REPORT as JSON.
+
+Run from the project copy, with DBT_PROFILES_DIR, SPARK_CONF_DIR and KAPPA_SHOP_SCHEMA set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from kappa_shop.dbt import DbtProject
+from kappa_shop.ingest import ingest
+from kappa_shop.landing import deliver
+from kappa_shop.verify import diff_model
+
+
+def _say(message: str) -> None:
+    print(f"fault-driver: {message}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--log", type=Path, required=True)
+    parser.add_argument("--landing", type=Path, required=True)
+    parser.add_argument("--recover", action="store_true")
+    parser.add_argument("--batches", default="")
+    parser.add_argument("--pause-ingest", type=float, default=0.0)
+    parser.add_argument("--fault", default="")
+    parser.add_argument("--full-refresh", action="store_true")
+    parser.add_argument("--final", type=Path, default=None)
+    arguments = parser.parse_args()
+
+    project = DbtProject(root=Path.cwd())
+    schema = project.schema
+    raw_vars = ("--vars", json.dumps({"raw_schema": project.raw_schema}))
+    if arguments.recover:
+        project.invoke("run", *raw_vars, "--quiet")
+        _say("recovery run done")
+    if arguments.batches:
+        batches = [int(number) for number in arguments.batches.split(",")]
+        deliver(arguments.log, arguments.landing, batches)
+        report = ingest(
+            project.spark(),
+            arguments.landing,
+            project.raw_schema,
+            pause_between_writes=arguments.pause_ingest,
+            warehouse=project.warehouse(),
+        )
+        _say(f"ingested batches {[batch.ingestion_batch_id for batch in report.batches]}")
+    if arguments.fault:
+        if arguments.fault != "none":
+            os.environ["KAPPA_SHOP_FAULT_POINT"] = arguments.fault
+        _say(f"dbt run with fault {arguments.fault}")
+        project.invoke("run", *raw_vars, *(["--full-refresh"] if arguments.full_refresh else []))
+        os.environ.pop("KAPPA_SHOP_FAULT_POINT", None)
+        _say("the run finished: the fault point was never reached")
+    if arguments.final is not None:
+        build = ("build", *raw_vars, "--quiet", "--exclude-resource-type", "unit_test")
+        incremental = project.invoke(*build, tolerate_failures=True)
+        failed = [
+            f"{item.node.name}: {item.status}"
+            for item in incremental.results
+            if str(item.status) in ("fail", "error")
+        ]
+        models = sorted(
+            item.node.name for item in incremental.results if item.node.resource_type == "model"
+        )
+        grains = {
+            item.node.name: list((item.node.config.meta or {}).get("grain", []))
+            for item in incremental.results
+            if item.node.resource_type == "model"
+        }
+        os.environ["KAPPA_SHOP_SCHEMA"] = f"{schema}_full"
+        project.invoke("run", *raw_vars, "--quiet", "--full-refresh")
+        warehouse = project.warehouse()
+        diffs = [
+            diff_model(warehouse, model, grains[model], schema, f"{schema}_full").__dict__
+            for model in models
+        ]
+        arguments.final.write_text(json.dumps({"failed_tests": failed, "diffs": diffs}))
+        _say(f"final report written to {arguments.final}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
