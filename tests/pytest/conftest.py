@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +55,29 @@ def subprocess_environment(root: Path, **settings: str) -> dict[str, str]:
         if name not in settings:
             environment.pop(name, None)
     return environment
+
+
+def run_in(
+    root: Path, command: list[str], timeout: float = 600, **settings: str
+) -> subprocess.CompletedProcess:
+    """A command run in the project copy `root`, in its environment (subprocess_environment
+    with `settings`), its output captured; the caller checks the exit status."""
+    return subprocess.run(
+        command,
+        cwd=root,
+        env=subprocess_environment(root, **settings),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def kappa_shop_in(
+    root: Path, *arguments: str, timeout: float = 600, **settings: str
+) -> subprocess.CompletedProcess:
+    """`kappa-shop ARGUMENTS` run in the project copy `root` (see run_in)."""
+    return run_in(root, [sys.executable, "-m", "kappa_shop", *arguments], timeout, **settings)
 
 
 @dataclass

@@ -3,30 +3,10 @@ description, and the lineage picture in the README is checked against the manife
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from conftest import REPO_ROOT, copy_project, subprocess_environment
+from conftest import REPO_ROOT, copy_project, kappa_shop_in, run_in
 
 from kappa_shop.lineage import PICTURE
-
-
-def _run(command: list[str], root, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        command,
-        cwd=root,
-        env=subprocess_environment(root),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        **kwargs,
-    )
-
-
-def _kappa_shop(root, *arguments: str) -> subprocess.CompletedProcess:
-    return _run([sys.executable, "-m", "kappa_shop", *arguments], root)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +28,9 @@ def damaged_project(tmp_path_factory):
     text = exposures.read_text()
     start = text.index("  - name: pipeline_health_dashboard")
     exposures.write_text(text[:start].rstrip() + "\n")
-    make = _run(["make", "--no-print-directory", "docs-check", f"VENV={REPO_ROOT / '.venv'}"], root)
+    make = run_in(
+        root, ["make", "--no-print-directory", "docs-check", f"VENV={REPO_ROOT / '.venv'}"]
+    )
     return root, make
 
 
@@ -68,14 +50,14 @@ def test_a_stale_lineage_picture_fails_the_check_until_redrawn(damaged_project):
     root, _ = damaged_project
     assert "Pipeline health dashboard" in (root / PICTURE).read_text()
 
-    stale = _kappa_shop(root, "lineage", "--check")
+    stale = kappa_shop_in(root, "lineage", "--check")
     assert stale.returncode == 1
     assert f"{PICTURE} is stale" in stale.stderr
     assert "make lineage" in stale.stderr
 
-    redrawn = _kappa_shop(root, "lineage")
+    redrawn = kappa_shop_in(root, "lineage")
     assert redrawn.returncode == 0, redrawn.stderr
-    assert _kappa_shop(root, "lineage", "--check").returncode == 0
+    assert kappa_shop_in(root, "lineage", "--check").returncode == 0
     picture = (root / PICTURE).read_text()
     assert "Pipeline health dashboard" not in picture
     assert "Search quality report" in picture

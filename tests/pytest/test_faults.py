@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import copy_project, subprocess_environment
+from conftest import copy_project, kappa_shop_in, subprocess_environment
 from log_oracle import landed_lines
 
 from kappa_shop.generator import GeneratorConfig, generate
@@ -70,15 +70,7 @@ STEPS: list[tuple[list[str], str | tuple[str, float]]] = [
 
 def _second_build(root: Path) -> subprocess.CompletedProcess:
     """`kappa-shop build` in the same directory while another run holds it."""
-    return subprocess.run(
-        [sys.executable, "-m", "kappa_shop", "build", "--no-docs"],
-        cwd=root,
-        env=subprocess_environment(root, KAPPA_SHOP_SCHEMA=SCHEMA),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return kappa_shop_in(root, "build", "--no-docs", timeout=300, KAPPA_SHOP_SCHEMA=SCHEMA)
 
 
 def _run_step(

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 
-from conftest import copy_project, subprocess_environment
+from conftest import copy_project, kappa_shop_in
 
 from kappa_shop.slim_ci import slim_ci
 
@@ -82,15 +81,7 @@ def test_the_manifest_of_main_can_come_from_git(tmp_path):
     model = root / CHANGED
     model.write_text(model.read_text().replace("with\n", "with\n\n-- reviewed\n", 1))
 
-    result = subprocess.run(
-        [sys.executable, "-m", "kappa_shop", "slim-ci", "--base-ref", "main", "--dry-run"],
-        cwd=root,
-        env=subprocess_environment(root),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = kappa_shop_in(root, "slim-ci", "--base-ref", "main", "--dry-run")
 
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     listed = {line.strip() for line in result.stdout.splitlines() if line.startswith("  model.")}
@@ -101,15 +92,7 @@ def test_the_manifest_of_main_can_come_from_git(tmp_path):
 def test_a_missing_state_is_one_clear_line(tmp_path):
     root = copy_project(tmp_path / "kappa_shop")
 
-    result = subprocess.run(
-        [sys.executable, "-m", "kappa_shop", "slim-ci", "--state", str(tmp_path / "nowhere")],
-        cwd=root,
-        env=subprocess_environment(root),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = kappa_shop_in(root, "slim-ci", "--state", str(tmp_path / "nowhere"))
 
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
