@@ -243,6 +243,7 @@ def test_bad_settings_fail_fast_with_one_line_naming_the_target(cluster):
         )
         assert "the handshake failed" in message
 
+    (cluster.root / "data" / "landing" / "topics").mkdir(parents=True, exist_ok=True)
     message = one_line_failure(
         "ingest",
         "--target",
