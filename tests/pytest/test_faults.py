@@ -73,6 +73,19 @@ def _second_build(root: Path) -> subprocess.CompletedProcess:
     return kappa_shop_in(root, "build", "--no-docs", timeout=300, KAPPA_SHOP_SCHEMA=SCHEMA)
 
 
+def _wait_for_the_group_to_die(group: int) -> None:
+    """Until every process of the killed group (Spark's JVM too) is gone, and with it the
+    OS lock the JVM held on the project's metastore."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"process group {group} still runs a minute after SIGKILL")
+
+
 def _run_step(
     root: Path, log_dir: Path, landing: Path, arguments: list[str], kill_at, while_paused=None
 ) -> tuple[str, object]:
@@ -105,6 +118,7 @@ def _run_step(
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=60)
+        _wait_for_the_group_to_die(process.pid)
     assert process.returncode == -signal.SIGKILL
     return "".join(seen), during
 
