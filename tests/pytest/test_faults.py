@@ -78,12 +78,25 @@ def _wait_for_the_group_to_die(group: int) -> None:
     OS lock the JVM held on the project's metastore."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
+        if not _live_members(group):
             return
         time.sleep(0.1)
     raise AssertionError(f"process group {group} still runs a minute after SIGKILL")
+
+
+def _live_members(group: int) -> list[int]:
+    """The processes of `group` that have not exited (zombies have: their locks are gone)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
 
 
 def _run_step(
