@@ -92,9 +92,10 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(tmp_path):
     # off-by-one in "what is new"). The proof must notice and exit non-zero.
     project = copy_project(tmp_path / "broken-project")
     macro = project / "macros" / "incremental" / "in_new_batches.sql"
-    macro.write_text(
-        macro.read_text().replace(">= {{ first_new_batch() }}", "> {{ first_new_batch() }}")
-    )
+    text = macro.read_text()
+    correct = "between {{ first_new_batch() }} and"
+    assert text.count(correct) == 1  # the bug below must really be planted
+    macro.write_text(text.replace(correct, "between {{ first_new_batch() + 1 }} and"))
     environment = subprocess_environment(project)
 
     result = subprocess.run(
