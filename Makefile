@@ -16,7 +16,7 @@ export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
 
 .DEFAULT_GOAL := help
 .PHONY: help setup check browser run test lint parse docs-check lineage pytest verify docs-serve \
-	slim-ci dbt clean distclean lock
+	bench slim-ci dbt clean distclean lock
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -75,6 +75,10 @@ EVENTS ?= 3000
 ROUNDS ?= 5
 verify: check ## the proof for SEEDS (1,2,3), EVENTS (3000) and ROUNDS (5): make verify SEEDS=7
 	$(BIN)/kappa-shop verify --seeds $(SEEDS) --events $(EVENTS) --rounds $(ROUNDS)
+
+BENCH_EVENTS ?= 1000000
+bench: check ## the benchmark at BENCH_EVENTS (1000000) events: make bench BENCH_EVENTS=10000000
+	$(BIN)/kappa-shop bench --events $(BENCH_EVENTS)
 
 docs-serve: setup ## serve the generated docs on http://127.0.0.1:8080
 	@test -f target/index.html || { echo "make: no docs yet; run 'make run' first"; exit 1; }

@@ -43,6 +43,9 @@ GENERATOR_HELP: dict[str, str] = {
     "skewed_producer_fraction": "fraction of users whose device clock is skewed",
     "max_clock_skew_seconds": "largest clock skew of a skewed device, either way",
     "max_partition_lag_minutes": "largest steady lag of a topic-partition reaching storage",
+    "held_back_fraction": "fraction of the events of the last --held-back-days days held back "
+    "until the period has ended, to arrive in the stragglers batch (benchmarks; 0 = off)",
+    "held_back_days": "how far back held-back events reach, in days",
 }
 
 
@@ -223,6 +226,36 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--no-docs", action="store_true", help="skip `dbt docs generate` (faster when iterating)"
     )
+    bench = commands.add_parser(
+        "bench",
+        help="benchmark: full refresh, incremental runs and a backfill, against baselines",
+        description=(
+            "Generate a 30-day log of --events events, ingest 98%% of it and time a full "
+            "refresh, then an incremental run after 1%% new data, another after 1%% of which a "
+            "tenth is up to 3 days late, a 30-day backfill of orders_daily against dbt's "
+            "microbatch strategy, and the dbt build of sessions and orders_daily against a "
+            "hand-written PySpark job; peak memory of each step. Prints a markdown table and "
+            "writes it, its JSON and a chart to --work-dir. Drops and rebuilds --schema."
+        ),
+    )
+    _add_target(bench)
+    bench.add_argument(
+        "--events", type=int, default=1_000_000, help="events in the log (default 1000000)"
+    )
+    bench.add_argument("--seed", type=int, default=7, help="generator seed (default 7)")
+    bench.add_argument(
+        "--schema",
+        default="kappa_shop_bench",
+        help="schema to build in, dropped first; raw tables go to <schema>_raw "
+        "(default kappa_shop_bench)",
+    )
+    bench.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="where the log, landing zone and results go (default: data/bench); a log "
+        "generated earlier with the same settings is reused",
+    )
     cluster = commands.add_parser(
         "cluster",
         help="start, stop or show a Spark cluster with a Thrift Server on 127.0.0.1",
@@ -367,6 +400,8 @@ def _run(arguments: argparse.Namespace) -> int:
 
     if command == "verify":
         return _verify(arguments, project)
+    if command == "bench":
+        return _bench(arguments, project)
     if command == "slim-ci":
         return _slim_ci(arguments, project)
 
@@ -374,6 +409,22 @@ def _run(arguments: argparse.Namespace) -> int:
 
     summary = build(project, docs=not arguments.no_docs, log_source=arguments.log)
     print(format_summary(summary))
+    return 0
+
+
+def _bench(arguments: argparse.Namespace, project: object) -> int:
+    from kappa_shop.bench import format_report, run_bench, write_results
+    from kappa_shop.dbt import DbtProject
+    from kappa_shop.warehouse import check_schema_name
+
+    assert isinstance(project, DbtProject)
+    check_schema_name(arguments.schema, project.target_name)
+    os.environ["KAPPA_SHOP_SCHEMA"] = arguments.schema
+    work_dir = (arguments.work_dir or project.root / "data" / "bench").resolve()
+    report = run_bench(project, arguments.events, work_dir, seed=arguments.seed)
+    print(format_report(report))
+    for path in write_results(report, work_dir):
+        print(f"Wrote {path}")
     return 0
 
 

@@ -121,6 +121,10 @@ class GeneratorConfig:
     skewed_producer_fraction: float = 0.05
     max_clock_skew_seconds: float = 90.0
     max_partition_lag_minutes: float = 15.0
+    # the benchmark's late data: this fraction of the events of the last `held_back_days`
+    # days of the period is held back until just after it ends (the stragglers batch)
+    held_back_fraction: float = 0.0
+    held_back_days: float = 3.0
 
     def validate(self) -> None:
         """Refuse settings that cannot make a log, with one line naming the setting."""
@@ -139,6 +143,7 @@ class GeneratorConfig:
             "malformed_fraction",
             "drift_fraction",
             "skewed_producer_fraction",
+            "held_back_fraction",
         ):
             value = getattr(self, name)
             if not 0 <= value <= 1:
@@ -146,6 +151,11 @@ class GeneratorConfig:
                 raise KappaShopError(f"{option} must be between 0 and 1 (got {value})")
         if self.max_clock_skew_seconds < 0 or self.max_partition_lag_minutes < 0:
             raise KappaShopError("clock skew and partition lag must not be negative")
+        if not 1 / 24 < self.held_back_days <= self.days:
+            raise KappaShopError(
+                f"--held-back-days must be more than an hour and at most --days "
+                f"(got {self.held_back_days})"
+            )
         try:
             datetime.strptime(self.start, "%Y-%m-%d")
         except ValueError:
@@ -259,6 +269,8 @@ class _Delivery:
         self.sequence = itertools.count()
         self.counts: dict[str, TopicCounts] = {topic.name: TopicCounts() for topic in TOPICS}
         self.lateness_buckets: dict[str, int] = {"minutes": 0, "hours": 0, "days": 0}
+        if config.held_back_fraction:
+            self.lateness_buckets["held_back"] = 0
         lag_limit = int(config.max_partition_lag_minutes * MINUTE)
         # each topic-partition reaches storage with its own steady lag: disorder across partitions
         self.partition_lag = {
@@ -303,6 +315,11 @@ class _Delivery:
         if late:
             arrival += self._lateness()
             counts.late += 1
+        elif config.held_back_fraction and self._held_back(at_ms):
+            # arrives in the hour after the period, at most `held_back_days` after it happened
+            arrival = config.end_ms + rng.randint(0, HOUR - 1)
+            counts.late += 1
+            self.lateness_buckets["held_back"] += 1
         if rng.random() < config.drift_fraction:
             payload["client_build"] = f"2024.{rng.randint(1, 12):02d}.{rng.randint(0, 9)}"
             counts.schema_drift += 1
@@ -323,6 +340,14 @@ class _Delivery:
             counts.conflicting_duplicate += 1
             later = arrival + rng.randint(SECOND, HOUR)
             self._push(later, topic, partition, conflicting, 0)
+
+    def _held_back(self, at_ms: int) -> bool:
+        """Whether an event of the last `held_back_days` of the period (less an hour) is
+        held back until the period has ended."""
+        config = self.config
+        if at_ms < config.end_ms + HOUR - int(config.held_back_days * DAY):
+            return False
+        return self.rng.random() < config.held_back_fraction
 
     def _lateness(self) -> int:
         """Extra delay of a late event: mostly minutes, some hours, a long tail of days."""

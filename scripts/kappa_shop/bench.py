@@ -1,0 +1,468 @@
+"""`kappa-shop bench`: what a full refresh, incremental runs and a backfill cost at a chosen
+scale, side by side with two baselines, measured in one run on the same data.
+
+The log: `--events` events over 30 days in 200 arrival batches (about 0.5% each), without
+malformed records or conflicting redeliveries (so that the hand-written baseline computes the
+same thing without a quarantine), 1% redeliveries, no late events except the held-back ones:
+`held_back_fraction` of the events of the last 3 days arrive after the period (the stragglers
+batch). The schedule, by record counts of the manifest:
+
+1. base: every batch but the last ~2% of records -> ingest, `dbt run --full-refresh`
+2. +1%: the next batches, ~1% of the records, on time -> ingest, `dbt run`
+3. +1% late: the last on-time batches (~0.9%) and the held-back events (~0.1%, up to 3 days
+   late) -> ingest, `dbt run`
+4. a 30-day backfill of the daily aggregate: orders_daily rebuilt (`--full-refresh`), and
+   the same model as dbt's `microbatch` strategy rebuilt for the same 30 days
+   (bench_orders_daily_microbatch, one batch per day); both tables are compared
+5. the floor: `dbt run --full-refresh` of what sessions and orders_daily need, and a
+   hand-written PySpark job computing the same two tables straight from the raw tables
+   (kappa_shop.handwritten); both outputs are compared
+
+The generator runs in a process of its own; ingestion and dbt run in this process, with one
+SparkSession (as `kappa-shop build` does), so no step pays for starting Spark. Memory is the
+resident set of the process and its children (Spark's JVM), sampled every 0.2 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kappa_shop.dbt import DbtProject
+from kappa_shop.errors import KappaShopError
+from kappa_shop.generator import GeneratorConfig, read_manifest
+
+DAYS = 30.0
+BATCHES = 200
+INCREMENT = 0.01  # each incremental step: 1% of the records
+LATE_SHARE = 0.1  # of the late step's records, this share is late by up to LATE_DAYS
+LATE_DAYS = 3.0
+MICROBATCH_MODEL = "bench_orders_daily_microbatch"
+BASELINE_VARS = {"kappa_bench_baselines": True}
+
+
+def bench_log_config(events: int, seed: int) -> GeneratorConfig:
+    """The benchmark's log at a scale (see the module docstring)."""
+    return GeneratorConfig(
+        seed=seed,
+        events=events,
+        days=DAYS,
+        batches=BATCHES,
+        late_fraction=0.0,
+        duplicate_fraction=0.01,
+        conflict_fraction=0.0,
+        malformed_fraction=0.0,
+        # events of the last LATE_DAYS days are LATE_DAYS / DAYS of the log: hold back enough
+        # of them to make LATE_SHARE of one increment
+        held_back_fraction=LATE_SHARE * INCREMENT * DAYS / LATE_DAYS,
+        held_back_days=LATE_DAYS,
+    )
+
+
+@dataclass
+class Step:
+    """One measured step."""
+
+    name: str
+    seconds: float
+    peak_rss_mib: float
+    detail: str = ""
+
+
+@dataclass
+class BenchReport:
+    """Everything one bench run measured, with the machine it ran on."""
+
+    events: int
+    records: dict[str, int]
+    machine: dict[str, str]
+    steps: list[Step] = field(default_factory=list)
+    checks: dict[str, str] = field(default_factory=dict)
+
+    def seconds(self, name: str) -> float:
+        return next(step.seconds for step in self.steps if step.name == name)
+
+
+class MemorySampler:
+    """Peak resident memory of this process and its descendants, per labelled span."""
+
+    def __init__(self, root_pid: int, interval: float = 0.2) -> None:
+        self.root_pid = root_pid
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> MemorySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def reset(self) -> None:
+        self.peak = tree_rss(self.root_pid)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, tree_rss(self.root_pid))
+
+
+def tree_rss(root_pid: int) -> int:
+    """Resident bytes of a process and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            pages = int((entry / "statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(int(stat[1]), []).append(int(entry.name))
+        rss[int(entry.name)] = pages * os.sysconf("SC_PAGE_SIZE")
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def plan_batches(manifest: dict[str, Any]) -> dict[str, list[int]]:
+    """Split the arrival batches into base, +1% and +1% late by record counts."""
+    batches = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
+    stragglers = max(batches)
+    on_time = sorted(number for number in batches if number != stragglers)
+    total = sum(batches.values())
+    late_group = [stragglers]
+    taken = batches[stragglers]
+    while on_time and taken < INCREMENT * total:
+        number = on_time.pop()
+        late_group.insert(0, number)
+        taken += batches[number]
+    plain_group: list[int] = []
+    taken = 0
+    while on_time and taken < INCREMENT * total:
+        number = on_time.pop()
+        plain_group.insert(0, number)
+        taken += batches[number]
+    if not on_time:
+        raise KappaShopError("the log is too small to split into a base and two 1% steps")
+    return {"base": on_time, "plus_1pct": plain_group, "plus_1pct_late": late_group}
+
+
+def _generate(config: GeneratorConfig, log_dir: Path, say: Callable[[str], None]) -> Step:
+    """Generate the log in a process of its own (reused when the same log is there)."""
+    figures = log_dir.parent / f"{log_dir.name}.generated.json"
+    manifest = log_dir / "manifest.json"
+    reusable = manifest.is_file() and figures.is_file()
+    if reusable and read_manifest(log_dir)["config"] == asdict(config):
+        say(f"Reusing the log in {log_dir} (generated earlier with the same settings)")
+        return Step(**json.loads(figures.read_text()))
+    if log_dir.exists():
+        import shutil
+
+        shutil.rmtree(log_dir)
+    command = [sys.executable, "-m", "kappa_shop", "generate", "--out", str(log_dir)]
+    for name, value in asdict(config).items():
+        command += ["--" + name.replace("_", "-"), str(value)]
+    started = time.monotonic()
+    process = subprocess.Popen(command)
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, tree_rss(process.pid))
+        time.sleep(0.2)
+    if process.returncode != 0:
+        raise KappaShopError(f"generating the benchmark log failed (exit {process.returncode})")
+    step = Step("generate", time.monotonic() - started, peak / 2**20)
+    figures.write_text(json.dumps(asdict(step)))
+    return step
+
+
+def run_bench(
+    project: DbtProject,
+    events: int,
+    work_dir: Path,
+    seed: int = 7,
+    say: Callable[[str], None] = print,
+) -> BenchReport:
+    """Run every step at `events` and return the figures (see the module docstring)."""
+    from kappa_shop.ingest import ingest
+    from kappa_shop.landing import deliver
+
+    if events < 10_000:
+        raise KappaShopError(f"--events must be at least 10000 for the benchmark (got {events})")
+    if project.output.get("method") != "session":
+        raise KappaShopError(
+            f"bench runs on an embedded-Spark target (method: session), not on "
+            f"{project.target_name!r}: the hand-written baseline reads the raw tables from the "
+            "SparkSession that ingests them"
+        )
+    config = bench_log_config(events, seed)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = work_dir / f"log-{events}-{seed}"
+    generated = _generate(config, log_dir, say)
+    manifest = read_manifest(log_dir)
+    plan = plan_batches(manifest)
+    records = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
+    group_records = {name: sum(records[b] for b in batches) for name, batches in plan.items()}
+    held_back = manifest["lateness_of_late_events"].get("held_back", 0)
+    report = BenchReport(
+        events=manifest["totals"]["valid"],
+        records={**group_records, "held_back_late": held_back},
+        machine=_machine(project),
+    )
+    report.steps.append(generated)
+
+    landing = work_dir / f"landing-{events}-{seed}"
+    schema = project.schema
+    _start_clean(project, landing)
+    variables = ("--vars", json.dumps({"raw_schema": project.raw_schema, **BASELINE_VARS}))
+    not_baseline = ("--exclude", MICROBATCH_MODEL)
+    spark = project.spark()
+    warehouse = project.warehouse()
+
+    with MemorySampler(os.getpid()) as memory:
+
+        @contextmanager
+        def step(name: str, detail: str = "") -> Iterator[None]:
+            say(f"bench: {name} ...")
+            memory.reset()
+            started = time.monotonic()
+            yield
+            seconds = time.monotonic() - started
+            report.steps.append(Step(name, seconds, memory.peak / 2**20, detail))
+            say(f"bench: {name} took {seconds:.1f} s (peak {memory.peak / 2**20:,.0f} MiB)")
+
+        def land_and_ingest(group: str) -> None:
+            deliver(log_dir, landing, plan[group])
+            with step(f"ingest {group}", f"{group_records[group]:,} records"):
+                ingest(spark, landing, project.raw_schema, progress=lambda _: None,
+                       warehouse=warehouse)  # fmt: skip
+
+        land_and_ingest("base")
+        with step("dbt parse"):
+            project.invoke("parse", *variables, "--quiet")
+        with step("full refresh", f"all models, {group_records['base']:,} records"):
+            project.invoke("run", *variables, *not_baseline, "--full-refresh", "--quiet")
+        land_and_ingest("plus_1pct")
+        with step("incremental +1%", f"{group_records['plus_1pct']:,} new records"):
+            project.invoke("run", *variables, *not_baseline, "--quiet")
+        land_and_ingest("plus_1pct_late")
+        with step(
+            "incremental +1% late",
+            f"{group_records['plus_1pct_late']:,} new records, {held_back:,} up to "
+            f"{LATE_DAYS:g} days late",
+        ):
+            project.invoke("run", *variables, *not_baseline, "--quiet")
+
+        start, end = _event_days(warehouse, schema)
+        days = f"{start} to {end}"
+        with step("backfill 30 days: exact_incremental", f"orders_daily, {days}"):
+            project.invoke("run", *variables, "--select", "orders_daily", "--full-refresh",
+                           "--quiet")  # fmt: skip
+        with step("backfill 30 days: dbt microbatch", f"{MICROBATCH_MODEL}, one batch a day"):
+            project.invoke(
+                "run", *variables, "--select", MICROBATCH_MODEL, "--full-refresh",
+                "--event-time-start", start, "--event-time-end", end, "--quiet",
+            )  # fmt: skip
+        report.checks["microbatch equals orders_daily"] = _compare(
+            warehouse, f"{schema}.orders_daily", f"{schema}.{MICROBATCH_MODEL}", "*"
+        )
+
+        with step("full refresh for sessions and orders_daily", "+sessions +orders_daily"):
+            project.invoke("run", *variables, "--select", "+sessions", "+orders_daily",
+                           "--full-refresh", "--quiet")  # fmt: skip
+        from kappa_shop import handwritten
+
+        gap, length = _session_vars(project)
+        with step("hand-written PySpark job", "sessions and orders_daily from the raw tables"):
+            handwritten.run(spark, project.raw_schema, f"{schema}_handwritten", gap, length)
+        report.checks["hand-written sessions equal dbt's"] = _compare(
+            warehouse, f"{schema}.sessions", f"{schema}_handwritten.sessions",
+            "user_id, session_started_at, session_ended_at, event_count",
+        )  # fmt: skip
+        report.checks["hand-written orders_daily equals dbt's"] = _compare(
+            warehouse, f"{schema}.orders_daily", f"{schema}_handwritten.orders_daily",
+            "order_date, orders_placed_count, orders_paid_count, payment_failures_count, "
+            "orders_shipped_count, orders_cancelled_count, revenue, paying_customer_count",
+        )  # fmt: skip
+    return report
+
+
+def _start_clean(project: DbtProject, landing: Path) -> None:
+    """A benchmark starts from nothing: no landing zone, no raw tables, no models."""
+    import shutil
+
+    from kappa_shop.warehouse import schema_exists
+
+    warehouse = project.warehouse()
+    shutil.rmtree(landing, ignore_errors=True)
+    for schema in (project.raw_schema, project.schema, f"{project.schema}_handwritten"):
+        if schema_exists(warehouse, schema):
+            warehouse.sql(f"drop schema {schema} cascade")
+    from kappa_shop.ingest import checkpoint_dir
+
+    shutil.rmtree(checkpoint_dir(warehouse, project.raw_schema), ignore_errors=True)
+
+
+def _event_days(warehouse: Any, schema: str) -> tuple[str, str]:
+    """The first day of the order events and the day after the last (the backfill's span)."""
+    row = warehouse.sql(
+        "select cast(min(to_date(occurred_at)) as string) as first_day, "
+        "cast(date_add(max(to_date(occurred_at)), 1) as string) as end_day "
+        f"from {schema}.stg_orders__order_events"
+    )[0]
+    return row["first_day"], row["end_day"]
+
+
+def _compare(warehouse: Any, left: str, right: str, columns: str) -> str:
+    """'equal (N rows)' when both hold the same rows (as multisets), else what differs."""
+    counts = warehouse.sql(
+        f"select (select count(*) from (select {columns} from {left} except all "
+        f"select {columns} from {right})) as only_left, "
+        f"(select count(*) from (select {columns} from {right} except all "
+        f"select {columns} from {left})) as only_right, "
+        f"(select count(*) from {left}) as total"
+    )[0]
+    if counts["only_left"] == 0 and counts["only_right"] == 0:
+        return f"equal ({counts['total']:,} rows)"
+    return (
+        f"DIFFERENT: {counts['only_left']:,} rows only in {left}, "
+        f"{counts['only_right']:,} only in {right}"
+    )
+
+
+def _session_vars(project: DbtProject) -> tuple[int, int]:
+    import yaml
+
+    variables = yaml.safe_load((project.root / "dbt_project.yml").read_text())["vars"]
+    return int(variables["session_inactivity_gap_minutes"]), int(
+        variables["session_max_length_hours"]
+    )
+
+
+def _machine(project: DbtProject) -> dict[str, str]:
+    import pyspark
+
+    memory = Path("/proc/meminfo").read_text().split()[1]
+    return {
+        "cpus": str(os.cpu_count()),
+        "memory_gib": f"{int(memory) / 2**20:.0f}",
+        "python": platform.python_version(),
+        "pyspark": pyspark.__version__,
+        "spark_driver_memory": str(
+            (project.output.get("server_side_parameters") or {}).get("spark.driver.memory", "")
+        ),
+        "target": project.target_name,
+    }
+
+
+def format_report(report: BenchReport) -> str:
+    """The figures as a markdown table, with the ratios the targets are about."""
+    full = report.seconds("full refresh")
+    floor = report.seconds("full refresh for sessions and orders_daily") / report.seconds(
+        "hand-written PySpark job"
+    )
+    backfill = report.seconds("backfill 30 days: dbt microbatch") / report.seconds(
+        "backfill 30 days: exact_incremental"
+    )
+    lines = [
+        f"Benchmark at {report.events:,} events ({report.machine['cpus']} cores, "
+        f"{report.machine['memory_gib']} GiB, PySpark {report.machine['pyspark']}, "
+        f"target {report.machine['target']})",
+        "",
+        "| step | wall time (s) | peak memory (MiB) | what |",
+        "|---|---:|---:|---|",
+    ]
+    for item in report.steps:
+        lines.append(
+            f"| {item.name} | {item.seconds:,.1f} | {item.peak_rss_mib:,.0f} | {item.detail} |"
+        )
+    base = report.records["base"]
+    ratios = [
+        ("full refresh, events per second", f"{base / full:,.0f}", ""),
+        (
+            "incremental +1% / full refresh",
+            f"{report.seconds('incremental +1%') / full:.1%}",
+            "at most 10%",
+        ),
+        (
+            "incremental +1% late / full refresh",
+            f"{report.seconds('incremental +1% late') / full:.1%}",
+            "at most 20%",
+        ),
+        (
+            "full refresh (sessions, orders_daily) / hand-written PySpark",
+            f"{floor:.2f}x",
+            "at most 1.3x",
+        ),
+        (
+            "microbatch backfill / exact_incremental backfill",
+            f"{backfill:.1f}x",
+            "at least 5x",
+        ),
+    ]
+    lines += ["", "| ratio | measured | target |", "|---|---:|---|"]
+    lines += [f"| {name} | {value} | {target} |" for name, value, target in ratios]
+    lines += ["", "| check | result |", "|---|---|"]
+    lines += [f"| {name} | {result} |" for name, result in report.checks.items()]
+    return "\n".join(lines)
+
+
+def write_results(report: BenchReport, work_dir: Path) -> list[Path]:
+    """bench-<events>.json (every figure), .md (the tables) and .svg (the chart) in work_dir."""
+    stem = work_dir / f"bench-{report.events}"
+    paths = [stem.with_suffix(".json"), stem.with_suffix(".md"), stem.with_suffix(".svg")]
+    paths[0].write_text(json.dumps(asdict(report), indent=1) + "\n")
+    paths[1].write_text(format_report(report) + "\n")
+    paths[2].write_text(chart(report))
+    return paths
+
+
+def chart(report: BenchReport) -> str:
+    """The wall times as horizontal bars, each pair to compare drawn next to each other."""
+    from html import escape
+
+    rows = [
+        ("full refresh (all models)", "full refresh", "#4c72b0"),
+        ("incremental, +1% new data", "incremental +1%", "#55a868"),
+        ("incremental, +1% with a late tenth", "incremental +1% late", "#55a868"),
+        ("backfill 30 days: exact_incremental", "backfill 30 days: exact_incremental", "#55a868"),
+        ("backfill 30 days: dbt microbatch", "backfill 30 days: dbt microbatch", "#c44e52"),
+        ("dbt: sessions + orders_daily", "full refresh for sessions and orders_daily", "#4c72b0"),
+        ("hand-written PySpark job", "hand-written PySpark job", "#c44e52"),
+    ]
+    longest = max(report.seconds(step) for _, step, _ in rows)
+    label_width, bar_width, height = 290, 420, 26
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_width + bar_width + 90}" '
+        f'height="{height * len(rows) + 40}" font-family="sans-serif" font-size="13">',
+        f'<text x="4" y="16" font-weight="bold">Wall time at {report.events:,} events '
+        f"(seconds; {report.machine['cpus']} cores)</text>",
+    ]
+    for index, (label, step, colour) in enumerate(rows):
+        seconds = report.seconds(step)
+        y = 30 + index * height
+        width = max(1.0, bar_width * seconds / longest)
+        parts += [
+            f'<text x="{label_width - 6}" y="{y + 15}" text-anchor="end">{escape(label)}</text>',
+            f'<rect x="{label_width}" y="{y + 3}" width="{width:.1f}" height="{height - 8}" '
+            f'fill="{colour}"/>',
+            f'<text x="{label_width + width + 4:.1f}" y="{y + 15}">{seconds:,.1f}</text>',
+        ]
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,107 @@
+"""`kappa-shop bench` at a small scale, in a project copy of its own: every step runs and is
+measured, the log splits into a base and two 1% steps (the second with late events), and both
+baselines compute the same tables as the project (the checks the benchmark itself makes).
+
+The figures at a real scale are a benchmark's business (`make bench`, docs/benchmarks.md),
+not a test's: here only that they exist and add up."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import copy_project, kappa_shop_in
+
+from kappa_shop.bench import bench_log_config, plan_batches
+from kappa_shop.generator import generate
+
+EVENTS = 10_000
+STEPS = [
+    "generate",
+    "ingest base",
+    "dbt parse",
+    "full refresh",
+    "ingest plus_1pct",
+    "incremental +1%",
+    "ingest plus_1pct_late",
+    "incremental +1% late",
+    "backfill 30 days: exact_incremental",
+    "backfill 30 days: dbt microbatch",
+    "full refresh for sessions and orders_daily",
+    "hand-written PySpark job",
+]
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    work = tmp_path_factory.mktemp("bench")
+    root = copy_project(work / "kappa_shop")
+    result = kappa_shop_in(
+        root, "bench", "--events", str(EVENTS), "--work-dir", str(work / "out"), timeout=1500
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    report = json.loads((work / "out" / f"bench-{_events(work)}.json").read_text())
+    return work, result.stdout, report
+
+
+def _events(work):
+    return next((work / "out").glob("bench-*.json")).stem.removeprefix("bench-")
+
+
+def test_every_step_is_measured_in_order(bench):
+    _, stdout, report = bench
+    assert [step["name"] for step in report["steps"]] == STEPS
+    for step in report["steps"]:
+        assert step["seconds"] > 0, step
+        assert step["peak_rss_mib"] > 10, step  # a Python process at least
+    # Spark's JVM is counted with the process that runs it
+    dbt_peak = max(step["peak_rss_mib"] for step in report["steps"][1:])
+    assert dbt_peak > 300
+    assert "| incremental +1% / full refresh |" in stdout
+
+
+def test_the_baselines_compute_the_same_tables(bench):
+    _, _, report = bench
+    assert set(report["checks"]) == {
+        "microbatch equals orders_daily",
+        "hand-written sessions equal dbt's",
+        "hand-written orders_daily equals dbt's",
+    }
+    for name, result in report["checks"].items():
+        assert result.startswith("equal (") and not result.startswith("equal (0 "), name
+
+
+def test_the_steps_are_one_percent_each_and_the_second_is_partly_late(bench, tmp_path):
+    _, _, report = bench
+    records = report["records"]
+    total = records["base"] + records["plus_1pct"] + records["plus_1pct_late"]
+    assert 0.01 <= records["plus_1pct"] / total < 0.02
+    assert 0.01 <= records["plus_1pct_late"] / total < 0.02
+    # about a tenth of the late step is held back from the three days before it
+    assert 0.03 < records["held_back_late"] / records["plus_1pct_late"] < 0.3
+    # and the split is the one plan_batches makes of the generated log (independently here)
+    log = tmp_path / "log"
+    manifest = generate(bench_log_config(EVENTS, 7), log, progress=lambda _: None).manifest
+    plan = plan_batches(manifest)
+    assert plan["plus_1pct_late"][-1] == len(manifest["batches"])  # the stragglers last
+    assert sorted(plan["base"] + plan["plus_1pct"] + plan["plus_1pct_late"]) == list(
+        range(1, len(manifest["batches"]) + 1)
+    )
+
+
+def test_results_are_written_with_a_chart(bench):
+    work, _, report = bench
+    out = work / "out"
+    stem = f"bench-{report['events']}"
+    assert (out / f"{stem}.md").read_text().startswith("Benchmark at")
+    svg = (out / f"{stem}.svg").read_text()
+    assert svg.count("<rect ") == 7
+    assert "hand-written PySpark job" in svg
+
+
+def test_a_bench_too_small_to_split_is_refused_in_one_line(tmp_path):
+    root = copy_project(tmp_path / "kappa_shop")
+    result = kappa_shop_in(root, "bench", "--events", "500", "--work-dir", str(tmp_path / "o"))
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert "--events must be at least 10000" in result.stderr
