@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 from log_oracle import ENVELOPE_REQUIRED, classify, landed_lines
 
+from kappa_shop.errors import KappaShopError
 from kappa_shop.generator import MALFORMED_KINDS, GeneratorConfig, generate
 from kappa_shop.log_format import TOPICS
 
@@ -214,6 +215,27 @@ def test_refuses_bad_settings_with_one_line(tmp_path):
     (tmp_path / "full" / "x").write_text("x")
     with pytest.raises(KappaShopError, match="is not empty"):
         generate(GeneratorConfig(), tmp_path / "full", progress=lambda m: None)
+
+
+def test_held_back_events_arrive_after_the_period_at_most_three_days_late(tmp_path):
+    # the benchmark's late data: with late_fraction 0, the stragglers batch holds exactly the
+    # held-back events, each from the last three days of the period
+    config = GeneratorConfig(
+        seed=5, events=20_000, days=10, batches=20, late_fraction=0.0, duplicate_fraction=0.0,
+        conflict_fraction=0.0, malformed_fraction=0.0, held_back_fraction=0.05,
+        held_back_days=3.0,
+    )  # fmt: skip
+    manifest = generate(config, tmp_path / "log", progress=lambda m: None).manifest
+    held_back = manifest["lateness_of_late_events"]["held_back"]
+    assert held_back > 100 and manifest["totals"]["late"] == held_back
+    end = datetime(2024, 3, 11, tzinfo=UTC)
+    stragglers = [line for line in landed_lines(tmp_path / "log") if line.batch == 21]
+    assert len(stragglers) == held_back
+    for line in stragglers:
+        happened = datetime.fromisoformat(json.loads(line.text)["event_time"])
+        assert end - timedelta(days=3) <= happened < end, line.text
+    with pytest.raises(KappaShopError, match="--held-back-days must be"):
+        generate(GeneratorConfig(days=2, held_back_fraction=0.1), tmp_path / "x", progress=print)
 
 
 def test_the_catalog_seed_is_the_generators_catalog():
