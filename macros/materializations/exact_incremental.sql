@@ -50,12 +50,20 @@
     {%- do fault_point('before_write') -%}
 
     {%- if full_refresh -%}
+        {#- built under a name of its own and renamed into place when complete: a run killed
+            mid-write leaves the old table and its ledger as they were (and a table that
+            drop_build_leftovers drops), never files without a table, which would block the
+            next create -#}
+        {%- set build_relation = this.incorporate(path={
+            'identifier': this.identifier ~ '__kappa_build_' ~ invocation_id.replace('-', '')[:12]
+        }, type='table') -%}
+        {%- call statement('main') -%}
+            {{ create_table_as(false, build_relation, compiled_code) }}
+        {%- endcall -%}
         {%- if existing_relation is not none -%}
             {% do adapter.drop_relation(existing_relation) %}
         {%- endif -%}
-        {%- call statement('main') -%}
-            {{ create_table_as(false, this, compiled_code) }}
-        {%- endcall -%}
+        {% do adapter.rename_relation(build_relation, this.incorporate(type='table')) %}
         {{ log(model.name ~ ": rebuilt from ingestion batches 1.." ~ last_batch_id) }}
     {%- elif first_batch_id > last_batch_id -%}
         {%- call statement('main') -%}
