@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import threading
@@ -173,8 +174,6 @@ def _generate(config: GeneratorConfig, log_dir: Path, say: Callable[[str], None]
         say(f"Reusing the log in {log_dir} (generated earlier with the same settings)")
         return Step(**json.loads(figures.read_text()))
     if log_dir.exists():
-        import shutil
-
         shutil.rmtree(log_dir)
     command = [sys.executable, "-m", "kappa_shop", "generate", "--out", str(log_dir)]
     for name, value in asdict(config).items():
@@ -305,8 +304,7 @@ def run_bench(
 
 def _start_clean(project: DbtProject, landing: Path) -> None:
     """A benchmark starts from nothing: no landing zone, no raw tables, no models."""
-    import shutil
-
+    from kappa_shop.ingest import checkpoint_dir
     from kappa_shop.warehouse import schema_exists
 
     warehouse = project.warehouse()
@@ -314,8 +312,6 @@ def _start_clean(project: DbtProject, landing: Path) -> None:
     for schema in (project.raw_schema, project.schema, f"{project.schema}_handwritten"):
         if schema_exists(warehouse, schema):
             warehouse.sql(f"drop schema {schema} cascade")
-    from kappa_shop.ingest import checkpoint_dir
-
     shutil.rmtree(checkpoint_dir(warehouse, project.raw_schema), ignore_errors=True)
 
 
