@@ -1,9 +1,15 @@
 {% macro ingested_through() %}
     {#- The last ingestion batch of the log (0 if none), from the ingestion receipts. The
         receipts must number 1..N without a gap: a missing batch means the raw tables and the
-        ingestion checkpoint disagree, which is reported, never skipped over. -#}
+        ingestion checkpoint disagree, which is reported, never skipped over. Read once per
+        invocation (run_state): every model of a run reads the log up to the same batch, and a
+        batch receipted while the run goes on waits for the next run. -#}
     {% if not execute %}
         {{ return(0) }}
+    {% endif %}
+    {% set state = run_state() %}
+    {% if state['ingested_through'] is not none %}
+        {{ return(state['ingested_through']) }}
     {% endif %}
     {% set receipts = source('ingestion', 'batches') %}
     {% set query %}
@@ -29,5 +35,6 @@
             ~ "gap: re-ingest the missing batches, or rebuild raw tables and models from the log."
         ) %}
     {% endif %}
-    {{ return(row['last_batch_id'] | int) }}
+    {% do state.update({'ingested_through': row['last_batch_id'] | int}) %}
+    {{ return(state['ingested_through']) }}
 {% endmacro %}

@@ -15,6 +15,12 @@
     {% if not execute or not is_incremental() %}
         {{ return(none) }}
     {% endif %}
+    {#- worked out once per model and invocation (run_state): its SQL and its materialization
+        must agree, and the ledger is read once -#}
+    {% set memo = run_state()['recomputed_partitions'] %}
+    {% if model.unique_id in memo %}
+        {{ return(memo[model.unique_id]) }}
+    {% endif %}
     {% set first_batch_id = consumed_through(this) + 1 %}
     {% set key = model.config.get('recompute_key') %}
     {% set touched = [] %}
@@ -44,9 +50,11 @@
         {% endif %}
     {% endfor %}
     {% if rebuilt_since(key_parents, first_batch_id) %}
+        {% do memo.update({model.unique_id: none}) %}
         {{ return(none) }}
     {% endif %}
     {% if touched | length == 0 %}
+        {% do memo.update({model.unique_id: []}) %}
         {{ return([]) }}
     {% endif %}
     {% set buckets_query %}
@@ -55,5 +63,6 @@
         where bucket is not null
         order by cast(bucket as int)
     {% endset %}
-    {{ return(run_query(buckets_query).columns[0].values() | list) }}
+    {% do memo.update({model.unique_id: run_query(buckets_query).columns[0].values() | list}) %}
+    {{ return(memo[model.unique_id]) }}
 {% endmacro %}

@@ -15,6 +15,12 @@
     {% if not execute or not is_incremental() %}
         {{ return(none) }}
     {% endif %}
+    {#- worked out once per model and invocation (run_state): its SQL and its materialization
+        must agree, and the ledger is read once -#}
+    {% set memo = run_state()['recomputed_partitions'] %}
+    {% if model.unique_id in memo %}
+        {{ return(memo[model.unique_id]) }}
+    {% endif %}
     {% set first_batch_id = consumed_through(this) + 1 %}
     {% set reach = input_reach(model) %}
     {% set touched_days = [] %}
@@ -55,9 +61,11 @@
         {% endif %}
     {% endfor %}
     {% if rebuilt_since(day_parents, first_batch_id) %}
+        {% do memo.update({model.unique_id: none}) %}
         {{ return(none) }}
     {% endif %}
     {% if touched_days | length == 0 %}
+        {% do memo.update({model.unique_id: []}) %}
         {{ return([]) }}
     {% endif %}
     {% set days_query %}
@@ -65,5 +73,6 @@
         from ({{ touched_days | join(' union all ') }}) as touched
         order by day
     {% endset %}
-    {{ return(run_query(days_query).columns[0].values() | list) }}
+    {% do memo.update({model.unique_id: run_query(days_query).columns[0].values() | list}) %}
+    {{ return(memo[model.unique_id]) }}
 {% endmacro %}

@@ -4,8 +4,10 @@
         that recomputes days also records which days it rewrote (none = every day), so that its
         own downstream models know which of their days changed. A run that dies before this
         point is redone in full next time, which rewrites the same partitions (and days):
-        nothing is skipped or doubled. -#}
+        nothing is skipped or doubled. The invocation's copy of the ledger (ledger_ranges) is
+        updated with it, for the models downstream. -#}
     {% set ledger = batch_ledger(relation.schema) %}
+    {% set ranges = ledger_ranges(relation.schema) %}
     {% if full_refresh %}
         {% call statement('forget_consumed_batches') %}
             alter table {{ ledger }} drop if exists partition (model_name = '{{ relation.identifier }}')
@@ -26,5 +28,17 @@
                 '{{ relation.identifier }}' as model_name,
                 cast({{ first_batch_id }} as bigint) as first_batch_id
         {% endcall %}
+        {% set before = ranges.get(relation.identifier) %}
+        {% if full_refresh or before is none %}
+            {% set after = {'runs': 1, 'first_batch_id': first_batch_id, 'last_batch_id': last_batch_id,
+                'batches': last_batch_id - first_batch_id + 1} %}
+        {% else %}
+            {% set after = {'runs': before['runs'] + 1, 'first_batch_id': before['first_batch_id'],
+                'last_batch_id': [before['last_batch_id'], last_batch_id] | max,
+                'batches': before['batches'] + last_batch_id - first_batch_id + 1} %}
+        {% endif %}
+        {% do ranges.update({relation.identifier: after}) %}
+    {% elif full_refresh %}
+        {% do ranges.pop(relation.identifier, none) %}
     {% endif %}
 {% endmacro %}

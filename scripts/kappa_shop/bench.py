@@ -78,6 +78,8 @@ class Step:
     seconds: float
     peak_rss_mib: float
     detail: str = ""
+    # for a dbt step: its models' own wall times, slowest first (where the time went)
+    models: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -237,14 +239,25 @@ def run_bench(
     with MemorySampler(os.getpid()) as memory:
 
         @contextmanager
-        def step(name: str, detail: str = "") -> Iterator[None]:
+        def step(name: str, detail: str = "") -> Iterator[dict[str, float]]:
             say(f"bench: {name} ...")
             memory.reset()
+            models: dict[str, float] = {}
             started = time.monotonic()
-            yield
+            yield models
             seconds = time.monotonic() - started
-            report.steps.append(Step(name, seconds, memory.peak / 2**20, detail))
+            report.steps.append(Step(name, seconds, memory.peak / 2**20, detail, models))
             say(f"bench: {name} took {seconds:.1f} s (peak {memory.peak / 2**20:,.0f} MiB)")
+
+        def dbt_run(models: dict[str, float], *arguments: str) -> None:
+            """Run dbt and keep each model's own wall time (dbt's run results)."""
+            result = project.invoke("run", *variables, *arguments, "--quiet")
+            timings = {
+                item.node.name: float(item.execution_time)
+                for item in result.results
+                if item.node.resource_type == "model"
+            }
+            models.update(sorted(timings.items(), key=lambda item: -item[1]))
 
         def land_and_ingest(group: str) -> None:
             deliver(log_dir, landing, plan[group])
@@ -255,18 +268,18 @@ def run_bench(
         land_and_ingest("base")
         with step("dbt parse"):
             project.invoke("parse", *variables, "--quiet")
-        with step("full refresh", f"all models, {group_records['base']:,} records"):
-            project.invoke("run", *variables, *not_baseline, "--full-refresh", "--quiet")
+        with step("full refresh", f"all models, {group_records['base']:,} records") as models:
+            dbt_run(models, *not_baseline, "--full-refresh")
         land_and_ingest("plus_1pct")
-        with step("incremental +1%", f"{group_records['plus_1pct']:,} new records"):
-            project.invoke("run", *variables, *not_baseline, "--quiet")
+        with step("incremental +1%", f"{group_records['plus_1pct']:,} new records") as models:
+            dbt_run(models, *not_baseline)
         land_and_ingest("plus_1pct_late")
         with step(
             "incremental +1% late",
             f"{group_records['plus_1pct_late']:,} new records, {held_back:,} up to "
             f"{LATE_DAYS:g} days late",
-        ):
-            project.invoke("run", *variables, *not_baseline, "--quiet")
+        ) as models:
+            dbt_run(models, *not_baseline)
 
         start, end = _event_days(warehouse, schema)
         days = f"{start} to {end}"
@@ -416,7 +429,35 @@ def format_report(report: BenchReport) -> str:
     lines += [f"| {name} | {value} | {target} |" for name, value, target in ratios]
     lines += ["", "| check | result |", "|---|---|"]
     lines += [f"| {name} | {result} |" for name, result in report.checks.items()]
+    lines += ["", *format_profile(report)]
     return "\n".join(lines)
+
+
+def format_profile(report: BenchReport, slowest: int = 8) -> list[str]:
+    """Where each dbt run's time went: its slowest models (dbt's own wall time per model) and
+    the sum over all models, which exceeds the step's wall time by what ran in parallel."""
+    profiled = [item for item in report.steps if item.models]
+    if not profiled:
+        return []
+    header = "| model | " + " | ".join(f"{item.name} (s)" for item in profiled) + " |"
+    lines = [
+        f"Slowest models per dbt run (seconds of each model's own run; {slowest} slowest of "
+        "each step):",
+        "",
+        header,
+        "|---|" + "---:|" * len(profiled),
+    ]
+    names: list[str] = []
+    for item in profiled:
+        names += [name for name in list(item.models)[:slowest] if name not in names]
+    for name in names:
+        cells = [f"{item.models[name]:,.1f}" if name in item.models else "" for item in profiled]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    sums = [f"{sum(item.models.values()):,.1f}" for item in profiled]
+    counts = [str(len(item.models)) for item in profiled]
+    lines.append("| all models (sum) | " + " | ".join(sums) + " |")
+    lines.append("| models run | " + " | ".join(counts) + " |")
+    return lines
 
 
 def write_results(report: BenchReport, work_dir: Path) -> list[Path]:
