@@ -9,8 +9,9 @@
           its batches' partitions (insert overwrite), so a rerun rewrites instead of appending.
         - A model partitioned by the UTC day of its event_time ('days' mode: windows, sessions)
           recomputes every day that data of its new batches can reach (recomputed_days) from
-          all of its input for those days (in_recomputed_days): a run replaces those days'
-          partitions, drops the ones that came out empty (two sessions merged away), and records
+          all of its input for those days (in_recomputed_days): a run drops those days'
+          partitions and writes their rows again in one pass (recompute_partitions; a day that
+          comes out empty, two sessions merged away, stays dropped), and records
           the days in the ledger for its own downstream models.
         - A model partitioned by key_bucket() of its `recompute_key` ('keys' mode: current state,
           history, folds per user, order or product) does the same per key bucket: it recomputes

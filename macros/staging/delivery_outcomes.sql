@@ -20,7 +20,23 @@ new_valid_deliveries as (
 ),
 
 earlier_valid_deliveries as (
-    select * from {{ deliveries_relation }}
+    -- only what ranking reads: the scan of history then reads these narrow columns, never the
+    -- raw records and payloads of earlier deliveries (those rows are ranked, then left out)
+    select
+        cast(null as string) as topic,
+        event_id,
+        cast(null as string) as event_type,
+        cast(null as string) as partition_key,
+        cast(null as variant) as payload,
+        content_hash,
+        cast(null as string) as raw_record,
+        cast(null as timestamp) as occurred_at,
+        log_partition,
+        log_offset,
+        _source_file,
+        cast(null as timestamp) as _ingested_at,
+        _ingestion_batch_id
+    from {{ deliveries_relation }}
     where
         invalid_reason is null
         and {{ before_new_batches('_ingestion_batch_id') }}
@@ -33,7 +49,21 @@ ranked as (
         row_number() over delivery_order as delivery_rank,
         first_value(content_hash) over delivery_order as first_content_hash
     from (
-        select * from new_valid_deliveries
+        select
+            topic,
+            event_id,
+            event_type,
+            partition_key,
+            payload,
+            content_hash,
+            raw_record,
+            occurred_at,
+            log_partition,
+            log_offset,
+            _source_file,
+            _ingested_at,
+            _ingestion_batch_id
+        from new_valid_deliveries
         union all
         select * from earlier_valid_deliveries
     )

@@ -245,6 +245,7 @@ def plan(settings: ClusterSettings, conf_dir: Path) -> list[Component]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.ansi.enabled": "false",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.sql.hive.metastorePartitionPruning": "false",
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.adaptive.enabled": "true",

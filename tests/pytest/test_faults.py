@@ -54,9 +54,9 @@ STEPS: list[tuple[list[str], str | tuple[str, float]]] = [
     # a dbt run that repairs it, then ingestion killed inside a batch (a raw table written,
     # its receipt not)
     (["--recover", "--batches", "3", "--pause-ingest", "2"], "(batch 2); pausing"),
-    # a day model killed mid-write: days overwritten, emptied days not dropped, no commit
-    (["--batches", "3,4", "--fault", "sessions:after_overwrite"],
-     _fault("sessions:after_overwrite")),
+    # a day model killed mid-write: its recomputed days dropped, not yet written, no commit
+    (["--batches", "3,4", "--fault", "sessions:after_drop"],
+     _fault("sessions:after_drop")),
     # between models: a key model committed, the models after it not run
     (["--batches", "5", "--fault", "orders_current:after_commit"],
      _fault("orders_current:after_commit")),
