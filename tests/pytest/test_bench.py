@@ -8,6 +8,7 @@ not a test's: here only that they exist and add up."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import copy_project, kappa_shop_in
@@ -99,6 +100,33 @@ def test_results_are_written_with_a_chart(bench):
     svg = (out / f"{stem}.svg").read_text()
     assert svg.count("<rect ") == 7
     assert "hand-written PySpark job" in svg
+
+
+def test_each_dbt_run_is_profiled_model_by_model(bench):
+    work, stdout, report = bench
+    profiled = {step["name"]: step for step in report["steps"] if step["models"]}
+    assert list(profiled) == ["full refresh", "incremental +1%", "incremental +1% late"]
+    models = set(profiled["full refresh"]["models"])
+    assert {"stg_web__events", "sessions", "orders_daily", "users_current"} <= models
+    assert "bench_orders_daily_microbatch" not in models  # the baseline is not the project's
+    for step in profiled.values():
+        assert set(step["models"]) == models  # every model ran in every run
+        # slowest first; a model's own time fits inside the run that ran it
+        assert list(step["models"].values()) == sorted(step["models"].values(), reverse=True)
+        assert 0 < max(step["models"].values()) <= step["seconds"]
+    assert "Slowest models per dbt run" in stdout
+    assert "| all models (sum) |" in (work / "out" / f"bench-{report['events']}.md").read_text()
+
+
+def test_each_dbt_run_reads_the_ledger_once(bench):
+    """The contract's bookkeeping (run_state): a run reads its schema's batch ledger in one
+    query, not several per model, and keeps it current as models commit."""
+    work, _, _ = bench
+    log = (work / "kappa_shop" / "logs" / "dbt.log").read_text()
+    runs = log.count("START hook: kappa_shop.on-run-start.0 ")
+    assert runs == 6  # full refresh, two incremental runs, two backfills, the floor's build
+    ledger = r"from kappa_shop_bench\.kappa_consumed_batches\s+group by model_name"
+    assert len(re.findall(ledger, log)) == runs
 
 
 def test_a_bench_too_small_to_split_is_refused_in_one_line(tmp_path):
