@@ -72,7 +72,8 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
         default=None,
-        help="dbt target from profiles.yml: local (embedded Spark, the default) or cluster",
+        help="dbt target from profiles.yml: local (embedded Spark, the default), local_delta (the "
+        "same with Delta Lake tables) or cluster",
     )
 
 
@@ -193,12 +194,6 @@ def _parser() -> argparse.ArgumentParser:
         "--rounds", type=int, default=5, help="delivery rounds, the redelivery included (default 5)"
     )
     _add_target(verify)
-    verify.add_argument(
-        "--table-format",
-        choices=("parquet", "delta"),
-        default="parquet",
-        help="table format of the models (default parquet; delta is not supported yet)",
-    )
     verify.add_argument(
         "--work-dir",
         type=Path,
@@ -430,6 +425,7 @@ def _bench(arguments: argparse.Namespace, project: object) -> int:
 
 def _check_target(project: object) -> int:
     from kappa_shop.dbt import DbtProject
+    from kappa_shop.delta import delta_version
     from kappa_shop.spark import check_master_reachable
     from kappa_shop.warehouse import table_names
 
@@ -444,6 +440,12 @@ def _check_target(project: object) -> int:
         master = str((output.get("ingestion_spark_conf") or {}).get("spark.master", ""))
         check_master_reachable(master, target)
         print(f"ok: target {target!r}: the master for ingestion answers at {master}")
+    delta = delta_version(output.get("server_side_parameters") or {})
+    if delta is not None:
+        print(
+            f"ok: target {target!r}: Delta Lake {delta} (the installed delta-spark's version); "
+            "its models are Delta tables"
+        )
     raw = table_names(warehouse, project.raw_schema)
     print(
         f"ok: target {target!r}: models go to schema {project.schema}; the raw schema "
@@ -518,7 +520,6 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
             seed=seed,
             events=arguments.events,
             rounds=arguments.rounds,
-            table_format=arguments.table_format,
         )
         work_dir = arguments.work_dir or Path("data") / "verify" / str(seed)
         report = verify(project, config, work_dir.resolve())  # type: ignore[arg-type]

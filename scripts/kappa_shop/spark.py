@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from kappa_shop.delta import check_delta_pin, jars_unavailable
 from kappa_shop.errors import KappaShopError
 
 PROFILE_NAME = "kappa_shop"
@@ -93,6 +94,7 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
             f"target {target!r} uses method {method!r}; kappa-shop runs on `session` "
             "(embedded Spark) and `thrift` (a Spark Thrift Server) targets"
         )
+    delta = check_delta_pin(settings, target)
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -104,7 +106,15 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
         builder = builder.enableHiveSupport()
     for key, value in settings.items():
         builder = builder.config(str(key), str(value))
-    return builder.getOrCreate()
+    if delta is None:
+        return builder.getOrCreate()
+    try:
+        return builder.getOrCreate()
+    except Exception as error:  # Spark's JVM did not start: Ivy could not resolve the jars
+        reason = jars_unavailable(delta)
+        if reason is None:
+            raise
+        raise KappaShopError(f"target {target!r} needs Delta Lake {delta}: {reason}") from error
 
 
 def check_metastore_free(metastore: Path) -> None:

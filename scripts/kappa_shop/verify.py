@@ -42,7 +42,6 @@ class VerifyConfig:
     seed: int = 1
     events: int = 3_000
     rounds: int = 5
-    table_format: str = "parquet"
     schema_prefix: str = "verify"
 
     def validate(self) -> None:
@@ -50,10 +49,6 @@ class VerifyConfig:
             raise KappaShopError(f"--events must be at least 100 (got {self.events})")
         if not 2 <= self.rounds <= 50:
             raise KappaShopError(f"--rounds must be 2..50 (got {self.rounds})")
-        if self.table_format != "parquet":
-            raise KappaShopError(
-                f"table format {self.table_format!r} is not supported yet: only parquet"
-            )
 
 
 @dataclass(frozen=True)
