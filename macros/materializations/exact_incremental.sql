@@ -17,13 +17,22 @@
           history, folds per user, order or product) does the same per key bucket: it recomputes
           every bucket that holds a key of its new input, from all of those keys' input.
         - A gap in the log's receipts or in the ledger stops the run with an error.
-        - `--full-refresh` (or a first build) rebuilds the table from every batch. -#}
+        - `--full-refresh` (or a first build) rebuilds the table from every batch.
+        - On Delta (file_format 'delta') each of these writes is one atomic commit: `create or
+          replace table` for a rebuild, `insert into ... replace where` for the batches, days or
+          buckets a run replaces. Every run of a model is a version of its table. -#}
     {%- set mode = contract_mode(model) -%}
+    {%- set delta = config.get('file_format') == 'delta' -%}
     {%- set existing_relation = load_relation(this) -%}
     {%- set consumed = 0 if existing_relation is none else consumed_through(this) -%}
     {#- a table with nothing in the ledger was not built under the contract (say, by an older
         version of the model as a plain table): rebuild it -#}
-    {%- set full_refresh = existing_relation is none or should_full_refresh() or consumed == 0 -%}
+    {#- nor can a table of the other format (parquet before the switch to Delta, or back) be
+        written in place: rebuild it -#}
+    {%- set other_format = existing_relation is not none and existing_relation.is_delta is not none
+        and existing_relation.is_delta != delta -%}
+    {%- set full_refresh = existing_relation is none or should_full_refresh() or consumed == 0
+        or other_format -%}
     {%- set first_batch_id = 1 if full_refresh else consumed + 1 -%}
     {#- the batches the compiled SQL read (in_new_batches marks its upper bound), else as far
         as the inputs hold -#}
@@ -50,7 +59,19 @@
     {{ run_hooks(pre_hooks) }}
     {%- do fault_point('before_write') -%}
 
-    {%- if full_refresh -%}
+    {%- if full_refresh and delta -%}
+        {#- Delta: `create or replace table`, one atomic commit (a run killed mid-write leaves
+            the old table), and a new version of the table, whose history stays readable
+            (time travel). A table of another format (built before the switch) is dropped
+            first: Delta replaces only Delta tables. -#}
+        {%- if existing_relation is not none and not existing_relation.is_delta -%}
+            {% do adapter.drop_relation(existing_relation) %}
+        {%- endif -%}
+        {%- call statement('main') -%}
+            {{ create_table_as(false, this, compiled_code) }}
+        {%- endcall -%}
+        {{ log(model.name ~ ": rebuilt from ingestion batches 1.." ~ last_batch_id) }}
+    {%- elif full_refresh -%}
         {#- built under a name of its own and renamed into place when complete: a run killed
             mid-write leaves the old table and its ledger as they were (and a table that
             drop_build_leftovers drops), never files without a table, which would block the
@@ -70,6 +91,19 @@
         {%- call statement('main') -%}
             select 'up to date through ingestion batch {{ last_batch_id }}' as status
         {%- endcall -%}
+    {%- elif mode == 'batches' and delta -%}
+        {#- Delta: the new batches' rows replace whatever the table holds for those batches, in
+            one atomic commit (Delta checks that every row written is in the range) -#}
+        {%- set columns = adapter.get_columns_in_relation(existing_relation) | map(attribute='quoted') | join(', ') -%}
+        {%- call statement('main') -%}
+            insert into {{ this }}
+            replace where _ingestion_batch_id between {{ first_batch_id }} and {{ last_batch_id }}
+            select {{ columns }}
+            from (
+                {{ compiled_code }}
+            ) as model_rows
+        {%- endcall -%}
+        {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id) }}
     {%- elif mode == 'batches' -%}
         {%- set new_rows = make_temp_relation(this, '__kappa_new').include(database=false, schema=false) -%}
         {%- call statement('create_new_rows') -%}
