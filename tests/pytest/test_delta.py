@@ -1,0 +1,196 @@
+"""Delta Lake, the `local_delta` target: the proof for several seeds on Delta tables, each run
+of a model one version of its table (readable by time travel), and the jars Spark fetches of
+the version the installed delta-spark package pins.
+
+Delta's jars come from Maven Central through Spark's Ivy (cached in ~/.ivy2.5.2 after the
+first fetch): on a machine that has neither, the Spark tests here skip with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from importlib import metadata
+
+import pytest
+from conftest import REPO_ROOT, copy_project, kappa_shop_in, run_in
+
+from kappa_shop.delta import check_delta_pin, delta_version, jars_unavailable
+from kappa_shop.errors import KappaShopError
+from kappa_shop.spark import profile_output
+
+TARGET = "local_delta"
+SEEDS = (5, 6)
+# What a subprocess in the proof's project copy reads from the incremental schema of the last
+# seed, with Spark on the Delta target: each model's format and its table history.
+HISTORY_PROBE = """
+import json, sys
+from pathlib import Path
+from kappa_shop.spark import session_for
+spark = session_for(Path.cwd(), "local_delta")
+schema = sys.argv[1]
+models = json.loads(sys.argv[2])
+report = {}
+for model in models:
+    detail = spark.sql(f"describe detail {schema}.{model}").collect()[0]
+    history = spark.sql(f"describe history {schema}.{model}").collect()
+    report[model] = {
+        "format": detail["format"],
+        "partition_columns": list(detail["partitionColumns"]),
+        "history": sorted(
+            ({"version": row["version"], "operation": row["operation"],
+              "predicate": (row["operationParameters"] or {}).get("predicate")}
+             for row in history),
+            key=lambda entry: entry["version"],
+        ),
+    }
+ledger = spark.sql(
+    f"select model_name, first_batch_id, last_batch_id, refresh_mode, recomputed_partitions "
+    f"from {schema}.kappa_consumed_batches"
+).collect()
+report["_ledger"] = [row.asDict() for row in ledger]
+first = spark.sql(
+    f"select count(*) as n from {schema}.stg_web__event_deliveries version as of 0"
+).collect()[0]["n"]
+report["_version_0_rows"] = first
+report["_rows_by_batch"] = {
+    str(row["_ingestion_batch_id"]): row["n"]
+    for row in spark.sql(
+        f"select _ingestion_batch_id, count(*) as n from {schema}.stg_web__event_deliveries "
+        "group by _ingestion_batch_id"
+    ).collect()
+}
+print("PROBE " + json.dumps(report, default=str))
+"""
+
+
+def _partition_values(predicate: str) -> set[str]:
+    """The values a `replace where` predicate names, as the ledger records them: `(session_date
+    IN (DATE '2024-03-01', ...))` gives {'2024-03-01', ...}, `(order_bucket IN (0L, 3L))` {'0',
+    '3'}."""
+    listed = re.fullmatch(r"\(\w+ IN \((.*)\)\)", predicate)
+    assert listed, predicate
+    return {
+        re.sub(r"^DATE '(.*)'$|^(\d+)L$", lambda match: match[1] or match[2], value.strip())
+        for value in listed[1].split(",")
+    }
+
+
+def _delta_settings() -> dict:
+    return profile_output(REPO_ROOT, TARGET)["server_side_parameters"]
+
+
+@pytest.fixture(scope="module")
+def delta_proof(tmp_path_factory):
+    """`kappa-shop check` and the proof for SEEDS on the Delta target, in a copy of its own,
+    then what HISTORY_PROBE reads from the last seed's incremental schema."""
+    reason = jars_unavailable(delta_version(_delta_settings()) or "")
+    if reason is not None:
+        pytest.skip(f"Delta Lake cannot run on this machine: {reason}")
+    root = copy_project(tmp_path_factory.mktemp("delta") / "kappa_shop")
+    check = kappa_shop_in(root, "check", "--target", TARGET, timeout=600)
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
+    proof = kappa_shop_in(
+        root, "verify", "--target", TARGET, "--seeds", ",".join(map(str, SEEDS)),
+        "--events", "500", "--rounds", "3", timeout=3000,
+    )  # fmt: skip
+    models = [
+        "stg_web__event_deliveries",  # batches
+        "sessions",  # days
+        "orders_current",  # keys
+        "users_history",  # keys, several rows per key
+        "shop_metrics_per_minute",  # days
+    ]
+    probe = run_in(
+        root,
+        [sys.executable, "-c", HISTORY_PROBE, f"verify_{SEEDS[-1]}_incremental",
+         json.dumps(models)],
+        timeout=600,
+    )  # fmt: skip
+    assert probe.returncode == 0, probe.stdout[-3000:] + probe.stderr[-3000:]
+    line = next(line for line in probe.stdout.splitlines() if line.startswith("PROBE "))
+    return check, proof, json.loads(line.removeprefix("PROBE "))
+
+
+def test_the_profile_fetches_the_installed_delta_spark_version():
+    version = delta_version(_delta_settings())
+    assert version is not None
+    assert version == metadata.version("delta-spark")
+    assert check_delta_pin(_delta_settings(), TARGET) == version
+    # and a profile that names another version is refused before Spark starts
+    other = {"spark.jars.packages": "io.delta:delta-spark_2.13:3.2.0"}
+    with pytest.raises(KappaShopError, match="make the two versions the same"):
+        check_delta_pin(other, TARGET)
+    assert check_delta_pin({"spark.master": "local[2]"}, "local") is None
+
+
+def test_check_reports_delta_on_the_delta_target(delta_proof):
+    check, _, _ = delta_proof
+    assert f"ok: target '{TARGET}': Delta Lake {metadata.version('delta-spark')}" in check.stdout
+
+
+def test_the_proof_passes_on_delta_for_several_seeds(delta_proof):
+    _, proof, _ = delta_proof
+    print(proof.stdout[-6000:])
+    assert proof.returncode == 0, proof.stdout[-4000:] + proof.stderr[-4000:]
+    for seed in SEEDS:
+        assert f"Proof PASSED (seed {seed}): 35 of 35 models equal their full refresh" in (
+            proof.stdout
+        )
+    assert "DIFFERENT" not in proof.stdout
+
+
+def test_every_model_is_a_delta_table_and_each_run_one_commit(delta_proof):
+    _, _, report = delta_proof
+    ledger = report["_ledger"]
+    rebuild, write = "CREATE OR REPLACE TABLE AS SELECT", "WRITE"
+    for model in ("stg_web__event_deliveries", "sessions", "orders_current", "users_history"):
+        entry = report[model]
+        assert entry["format"] == "delta", model
+        operations = [step["operation"] for step in entry["history"]]
+        # built in full with `create or replace` (one commit), then one `replace where` per
+        # run that had something to replace: no drops, no second write in a run
+        assert operations[0] == rebuild, (model, operations)
+        assert set(operations) <= {rebuild, write}, (model, operations)
+        partition = entry["partition_columns"][0]
+        writes = [step for step in entry["history"] if step["operation"] == write]
+        for step in writes:
+            # replace where: the batches, days or buckets of that run, nothing else
+            assert step["predicate"] and partition in step["predicate"], (model, step)
+        incremental_runs = [
+            row
+            for row in ledger
+            if row["model_name"] == model and row["refresh_mode"] == "incremental"
+        ]
+        if model == "stg_web__event_deliveries":
+            # batches mode: every run with new batches replaces exactly those batches
+            assert len(writes) >= len(incremental_runs) > 0, (model, operations)
+            continue
+        # days and keys: a run replaces the partitions the ledger says it recomputed (a run
+        # whose batches touch none of them writes nothing)
+        recomputing = [row for row in incremental_runs if row["recomputed_partitions"]]
+        assert len(writes) >= len(recomputing), (model, operations, recomputing)
+        replaced = [_partition_values(step["predicate"]) for step in writes]
+        for row in recomputing:
+            assert set(row["recomputed_partitions"]) in replaced, (model, row, writes)
+        if model != "users_history":  # (a small log's later batches may hold no profile change)
+            assert recomputing, (model, operations, incremental_runs)
+
+
+def test_time_travel_reads_a_table_as_an_earlier_run_left_it(delta_proof):
+    # version 0 of a batches model is its first build: exactly the rows of the batches that
+    # build consumed (rows of a batch never change afterwards)
+    _, _, report = delta_proof
+    first_build = next(
+        row
+        for row in report["_ledger"]
+        if row["model_name"] == "stg_web__event_deliveries"
+        and row["refresh_mode"] == "full_refresh"
+    )
+    # (the full_refresh row is the first build: the proof never rebuilds the incremental schema)
+    consumed_first = range(first_build["first_batch_id"], first_build["last_batch_id"] + 1)
+    expected = sum(report["_rows_by_batch"].get(str(batch), 0) for batch in consumed_first)
+    assert expected > 0
+    assert report["_version_0_rows"] == expected
+    assert sum(report["_rows_by_batch"].values()) > expected  # later runs added batches
