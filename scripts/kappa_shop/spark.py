@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,9 @@ from kappa_shop.delta import check_delta_pin, jars_unavailable
 from kappa_shop.errors import KappaShopError
 
 PROFILE_NAME = "kappa_shop"
+# how long a new Spark process waits for the JVM of one that just ended to let go of the
+# embedded metastore (check_metastore_free)
+METASTORE_WAIT_SECONDS = 10.0
 
 
 def _render(text: str) -> str:
@@ -100,7 +104,7 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
 
     # (a SparkContext of this process, started by dbt in one of its threads, is no rival)
     if hive and SparkContext._active_spark_context is None:
-        check_metastore_free(Path.cwd() / "metastore_db")
+        check_metastore_free(Path.cwd() / "metastore_db", wait=METASTORE_WAIT_SECONDS)
     builder = SparkSession.builder
     if hive:
         builder = builder.enableHiveSupport()
@@ -117,28 +121,36 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
         raise KappaShopError(f"target {target!r} needs Delta Lake {delta}: {reason}") from error
 
 
-def check_metastore_free(metastore: Path) -> None:
+def check_metastore_free(metastore: Path, wait: float = 0.0) -> None:
     """Refuse, in one line, to start a second Spark process on an embedded metastore.
 
     Derby admits one process per metastore directory and holds an OS lock on its
     `dbex.lck` while it runs (released when the process ends, however it ends). Without this
     check, a second build of the same project at once fails inside Spark with a long Derby
-    stack trace; with it, it stops before anything starts or changes."""
+    stack trace; with it, it stops before anything starts or changes.
+
+    A JVM outlives its Python process by up to a second or so (it ends when its parent's pipe
+    closes), so a command started right after another one ends may find the lock still held:
+    `wait` seconds of polling let it through, and refuse only a process that really runs."""
     import fcntl
 
     lock_file = metastore / "dbex.lck"
-    if not lock_file.is_file():
-        return
-    with lock_file.open("rb") as handle:
-        try:
-            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            raise KappaShopError(
-                f"another Spark process (a build, a verify, a dbt command) is using this "
-                f"project's metastore ({metastore}): one at a time per project directory. "
-                "Wait for it to finish; nothing was started or changed."
-            ) from None
-        fcntl.lockf(handle, fcntl.LOCK_UN)
+    deadline = time.monotonic() + wait
+    while lock_file.is_file():
+        with lock_file.open("rb") as handle:
+            try:
+                fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.25)
+                    continue
+                raise KappaShopError(
+                    f"another Spark process (a build, a verify, a dbt command) is using this "
+                    f"project's metastore ({metastore}): one at a time per project directory. "
+                    "Wait for it to finish; nothing was started or changed."
+                ) from None
+            fcntl.lockf(handle, fcntl.LOCK_UN)
+            return
 
 
 def check_master_reachable(master: str, target: str) -> None:
