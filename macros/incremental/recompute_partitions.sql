@@ -20,14 +20,18 @@
         {%- for value in partitions %}{{ partition_literal(model, value) }}{{ ", " if not loop.last }}{% endfor -%}
     {%- endset -%}
     {%- set columns = adapter.get_columns_in_relation(existing_relation) | map(attribute='quoted') | join(', ') -%}
+    {#- the model's rows of those partitions, in the table's column order -#}
+    {%- set partition_rows -%}
+        select {{ columns }}
+        from (
+            {{ compiled_code }}
+        ) as model_rows
+        where {{ partition_column }} in ({{ values }})
+    {%- endset -%}
     {%- if config.get('file_format') == 'delta' -%}
         {%- call statement('main') -%}
             insert into {{ this }} replace where {{ partition_column }} in ({{ values }})
-            select {{ columns }}
-            from (
-                {{ compiled_code }}
-            ) as model_rows
-            where {{ partition_column }} in ({{ values }})
+            {{ partition_rows }}
         {%- endcall -%}
     {%- else -%}
         {%- call statement('drop_recomputed_partitions') -%}
@@ -39,11 +43,7 @@
         {%- do fault_point('after_drop') -%}
         {%- call statement('main') -%}
             insert into {{ this }} partition ({{ partition_column }})
-            select {{ columns }}
-            from (
-                {{ compiled_code }}
-            ) as model_rows
-            where {{ partition_column }} in ({{ values }})
+            {{ partition_rows }}
         {%- endcall -%}
     {%- endif -%}
 {% endmacro %}

@@ -24,16 +24,12 @@
     {%- set mode = contract_mode(model) -%}
     {%- set delta = config.get('file_format') == 'delta' -%}
     {%- set existing_relation = load_relation(this) -%}
-    {%- set consumed = 0 if existing_relation is none else consumed_through(this) -%}
-    {#- a table with nothing in the ledger was not built under the contract (say, by an older
-        version of the model as a plain table): rebuild it -#}
-    {#- nor can a table of the other format (parquet before the switch to Delta, or back) be
-        written in place: rebuild it -#}
-    {%- set other_format = existing_relation is not none and existing_relation.is_delta is not none
-        and existing_relation.is_delta != delta -%}
-    {%- set full_refresh = existing_relation is none or should_full_refresh() or consumed == 0
-        or other_format -%}
-    {%- set first_batch_id = 1 if full_refresh else consumed + 1 -%}
+    {#- rebuilt on a first build and a full refresh, and also when the table has nothing in the
+        ledger (it was not built under the contract: say, by an older version of the model as a
+        plain table) or has the other file format (parquet before a switch to Delta, or back):
+        is_incremental() decides, as it did for the compiled SQL -#}
+    {%- set full_refresh = not is_incremental() -%}
+    {%- set first_batch_id = 1 if full_refresh else consumed_through(this) + 1 -%}
     {#- the batches the compiled SQL read (in_new_batches marks its upper bound), else as far
         as the inputs hold -#}
     {%- set read_through = modules.re.findall('kappa_last_new_batch=([0-9]+)', compiled_code) -%}
@@ -82,7 +78,15 @@
         {%- call statement('main') -%}
             {{ create_table_as(false, build_relation, compiled_code) }}
         {%- endcall -%}
-        {%- if existing_relation is not none -%}
+        {%- if existing_relation is not none and existing_relation.is_delta -%}
+            {#- a Delta table, built before a switch back to parquet: Spark's DROP TABLE looks
+                up the table's provider, which a session without Delta's jars lacks, unless it
+                runs as the v1 command, which drops the table and its files by name. (Left on
+                for the rest of the session, as models run in parallel threads: for the session
+                catalog's parquet tables the v1 commands do what the v2 ones do.) -#}
+            {%- call statement('v1_commands') -%} set spark.sql.legacy.useV1Command = true {%- endcall -%}
+            {% do adapter.drop_relation(existing_relation) %}
+        {%- elif existing_relation is not none -%}
             {% do adapter.drop_relation(existing_relation) %}
         {%- endif -%}
         {% do adapter.rename_relation(build_relation, this.incorporate(type='table')) %}
