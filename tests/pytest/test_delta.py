@@ -65,6 +65,33 @@ print("PROBE " + json.dumps(report, default=str))
 """
 
 
+# Each model's table format and its Delta history, in a schema of the project copy.
+FORMAT_PROBE = """
+import json, sys
+from pathlib import Path
+from kappa_shop.spark import session_for
+spark = session_for(Path.cwd(), "local_delta")
+schema = sys.argv[1]
+report = {}
+for model in json.loads(sys.argv[2]):
+    detail = spark.sql(f"describe detail {schema}.{model}").collect()[0]
+    history = spark.sql(f"describe history {schema}.{model}").collect()
+    operations = [row["operation"] for row in history]
+    report[model] = {"format": detail["format"], "operations": operations}
+print("PROBE " + json.dumps(report))
+"""
+SUMMARY_LINE = re.compile(r"^  (\w+)\s+([\d,]+) rows  \S+ \((\w+)\)$")
+
+
+def _models_built(stdout: str) -> dict[str, int]:
+    """The rows of each model in `kappa-shop build`'s closing summary."""
+    return {
+        match[1]: int(match[2].replace(",", ""))
+        for match in map(SUMMARY_LINE.match, stdout.splitlines())
+        if match
+    }
+
+
 def _partition_values(predicate: str) -> set[str]:
     """The values a `replace where` predicate names, as the ledger records them: `(session_date
     IN (DATE '2024-03-01', ...))` gives {'2024-03-01', ...}, `(order_bucket IN (0L, 3L))` {'0',
@@ -194,3 +221,57 @@ def test_time_travel_reads_a_table_as_an_earlier_run_left_it(delta_proof):
     assert expected > 0
     assert report["_version_0_rows"] == expected
     assert sum(report["_rows_by_batch"].values()) > expected  # later runs added batches
+
+
+@pytest.fixture(scope="module")
+def format_switch(tmp_path_factory):
+    """One schema built from the seed log on parquet, then on Delta (docs too), then on
+    parquet again, in a copy of its own: each build's output, and the formats after the
+    second."""
+    reason = jars_unavailable(delta_version(_delta_settings()) or "")
+    if reason is not None:
+        pytest.skip(f"Delta Lake cannot run on this machine: {reason}")
+    root = copy_project(tmp_path_factory.mktemp("delta_switch") / "kappa_shop")
+    builds = {}
+    for label, arguments in (
+        ("parquet", ["--no-docs"]),
+        ("delta", ["--target", TARGET]),
+        ("parquet again", ["--no-docs"]),
+    ):
+        build = kappa_shop_in(root, "build", "--log", "seeds", *arguments, timeout=1200)
+        assert build.returncode == 0, (label, build.stdout[-4000:] + build.stderr[-3000:])
+        builds[label] = build
+        if label == "delta":
+            models = sorted(_models_built(build.stdout))
+            probe = run_in(
+                root, [sys.executable, "-c", FORMAT_PROBE, "kappa_shop", json.dumps(models)]
+            )
+            assert probe.returncode == 0, probe.stdout[-3000:] + probe.stderr[-3000:]
+            line = next(line for line in probe.stdout.splitlines() if line.startswith("PROBE "))
+            formats = json.loads(line.removeprefix("PROBE "))
+    return root, builds, formats
+
+
+def test_switching_the_format_rebuilds_each_model_once_and_loses_nothing(format_switch):
+    root, builds, formats = format_switch
+    parquet = _models_built(builds["parquet"].stdout)
+    assert len(parquet) == 35 and sum(parquet.values()) > 0
+    # on Delta: every model rebuilt once as a Delta table (a parquet table cannot be written in
+    # place), with the same rows, every data and unit test passing, and the docs' catalog
+    assert _models_built(builds["delta"].stdout) == parquet
+    assert {model: entry["format"] for model, entry in formats.items()} == dict.fromkeys(
+        parquet, "delta"
+    )
+    # (one version: the switch's rebuild, nothing written before or after it in that build)
+    assert all(
+        entry["operations"] == ["CREATE OR REPLACE TABLE AS SELECT"] for entry in formats.values()
+    ), formats
+    passed = [
+        re.search(r"^Tables built \(35\), (\d+) tests passed:$", builds[label].stdout, re.M)
+        for label in ("parquet", "delta")
+    ]
+    assert passed[0] and passed[1] and int(passed[1][1]) == int(passed[0][1]) > 0
+    catalog = json.loads((root / "target" / "catalog.json").read_text())
+    assert "model.kappa_shop.sessions" in catalog["nodes"]
+    # and back to parquet: the same rows again
+    assert _models_built(builds["parquet again"].stdout) == parquet
