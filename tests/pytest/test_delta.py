@@ -108,13 +108,19 @@ def _delta_settings() -> dict:
     return profile_output(REPO_ROOT, TARGET)["server_side_parameters"]
 
 
+def _skip_without_delta_jars() -> None:
+    """Skip, with the reason, on a machine that can neither fetch Delta's jars nor find them
+    in Ivy's cache."""
+    reason = jars_unavailable(delta_version(_delta_settings()) or "")
+    if reason is not None:
+        pytest.skip(f"Delta Lake cannot run on this machine: {reason}")
+
+
 @pytest.fixture(scope="module")
 def delta_proof(tmp_path_factory):
     """`kappa-shop check` and the proof for SEEDS on the Delta target, in a copy of its own,
     then what HISTORY_PROBE reads from the last seed's incremental schema."""
-    reason = jars_unavailable(delta_version(_delta_settings()) or "")
-    if reason is not None:
-        pytest.skip(f"Delta Lake cannot run on this machine: {reason}")
+    _skip_without_delta_jars()
     root = copy_project(tmp_path_factory.mktemp("delta") / "kappa_shop")
     check = kappa_shop_in(root, "check", "--target", TARGET, timeout=600)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
@@ -228,9 +234,7 @@ def format_switch(tmp_path_factory):
     """One schema built from the seed log on parquet, then on Delta (docs too), then on
     parquet again, in a copy of its own: each build's output, and the formats after the
     second."""
-    reason = jars_unavailable(delta_version(_delta_settings()) or "")
-    if reason is not None:
-        pytest.skip(f"Delta Lake cannot run on this machine: {reason}")
+    _skip_without_delta_jars()
     root = copy_project(tmp_path_factory.mktemp("delta_switch") / "kappa_shop")
     builds = {}
     for label, arguments in (
