@@ -1,71 +1,77 @@
-{% macro delivery_outcomes(deliveries_relation) %}
-    {#- The outcome of every delivery of the new ingestion batches in `deliveries_relation` (a
-        stage_deliveries model): `accepted` (the first valid delivery of its event_id),
-        `duplicate` (a later valid delivery with the same content), `conflicting_duplicate`
-        (a later valid delivery with different content) or `malformed` (invalid_reason says
-        why). "First" is the lowest (ingestion batch, log partition, log offset, source file):
-        a total order, so the choice never depends on chance. New deliveries are ranked
-        together with the earlier deliveries of the same event ids, so a run over the new
-        batches decides exactly what a full refresh decides. -#}
+{% macro delivery_outcomes(new_deliveries, earlier_deliveries) %}
+    {#- The outcome of every delivery in `new_deliveries` (the name of a CTE of staged deliveries
+        of the new ingestion batches): `accepted` (the first valid delivery of its event_id),
+        `duplicate` (a later valid delivery with the same content), `conflicting_duplicate` (a
+        later valid delivery with different content) or `malformed` (invalid_reason says why),
+        with `quarantine_reason`. "First" is the lowest (ingestion batch, log partition, log
+        offset, source file): a total order, so the choice never depends on chance. New
+        deliveries are ranked together with the earlier valid deliveries of the same event ids
+        in `earlier_deliveries` (the deliveries model's own table; none on a full refresh), so
+        a run over the new batches decides exactly what a full refresh decides. Returns every
+        column of `new_deliveries`, then `outcome` and `quarantine_reason`. -#}
 with
 
-new_deliveries as (
-    select * from {{ deliveries_relation }}
-    where {{ in_new_batches('_ingestion_batch_id') }}
-),
-
 new_valid_deliveries as (
-    select * from new_deliveries
+    select * from {{ new_deliveries }}
     where invalid_reason is null
 ),
 
 earlier_valid_deliveries as (
-    -- only what ranking reads: the scan of history then reads these narrow columns, never the
-    -- raw records and payloads of earlier deliveries (those rows are ranked, then left out)
+    -- only what ranking reads: the one scan of history reads these narrow columns of the
+    -- earlier deliveries of the new event ids, never their raw records and payloads
+    {%- if earlier_deliveries is not none %}
     select
-        cast(null as string) as topic,
         event_id,
-        cast(null as string) as event_type,
-        cast(null as string) as partition_key,
-        cast(null as variant) as payload,
         content_hash,
-        cast(null as string) as raw_record,
-        cast(null as timestamp) as occurred_at,
         log_partition,
         log_offset,
         _source_file,
-        cast(null as timestamp) as _ingested_at,
         _ingestion_batch_id
-    from {{ deliveries_relation }}
+    from {{ earlier_deliveries }}
     where
         invalid_reason is null
         and {{ before_new_batches('_ingestion_batch_id') }}
         and event_id in (select new_valid_deliveries.event_id from new_valid_deliveries)
+    {%- else %}
+    select
+        event_id,
+        content_hash,
+        log_partition,
+        log_offset,
+        _source_file,
+        _ingestion_batch_id
+    from new_valid_deliveries
+    where false
+    {%- endif %}
 ),
 
 ranked as (
+    -- a new delivery travels whole through the ranking as one struct (null for an earlier one)
     select
-        *,
+        delivery,
+        content_hash,
         row_number() over delivery_order as delivery_rank,
         first_value(content_hash) over delivery_order as first_content_hash
     from (
         select
-            topic,
+            struct(new_valid_deliveries.*) as delivery,
             event_id,
-            event_type,
-            partition_key,
-            payload,
             content_hash,
-            raw_record,
-            occurred_at,
             log_partition,
             log_offset,
             _source_file,
-            _ingested_at,
             _ingestion_batch_id
         from new_valid_deliveries
         union all
-        select * from earlier_valid_deliveries
+        select
+            null as delivery,
+            event_id,
+            content_hash,
+            log_partition,
+            log_offset,
+            _source_file,
+            _ingestion_batch_id
+        from earlier_valid_deliveries
     )
     window delivery_order as (
         partition by event_id
@@ -75,54 +81,30 @@ ranked as (
 
 valid_outcomes as (
     select
-        *,
+        delivery,
         case
             when delivery_rank = 1 then 'accepted'
             when content_hash = first_content_hash then 'duplicate'
             else 'conflicting_duplicate'
         end as outcome
     from ranked
-    where {{ in_new_batches('_ingestion_batch_id') }}
+    where delivery is not null
 ),
 
 final as (
     select
-        topic,
-        event_id,
-        event_type,
-        partition_key,
-        payload,
-        content_hash,
+        delivery.*,
         outcome,
         case
             when outcome = 'conflicting_duplicate' then 'conflicting_duplicate'
-        end as quarantine_reason,
-        raw_record,
-        occurred_at,
-        log_partition,
-        log_offset,
-        _source_file,
-        _ingested_at,
-        _ingestion_batch_id
+        end as quarantine_reason
     from valid_outcomes
     union all
     select
-        topic,
-        event_id,
-        event_type,
-        partition_key,
-        payload,
-        content_hash,
+        *,
         'malformed' as outcome,
-        invalid_reason as quarantine_reason,
-        raw_record,
-        occurred_at,
-        log_partition,
-        log_offset,
-        _source_file,
-        _ingested_at,
-        _ingestion_batch_id
-    from new_deliveries
+        invalid_reason as quarantine_reason
+    from {{ new_deliveries }}
     where invalid_reason is not null
 )
 

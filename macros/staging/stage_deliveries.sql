@@ -87,7 +87,7 @@ classified as (
     from envelope
 ),
 
-final as (
+staged as (
     select
         -- ids
         event_id,
@@ -116,6 +116,37 @@ final as (
         _ingested_at,
         _ingestion_batch_id
     from classified
+),
+
+outcomes as (
+    {{ delivery_outcomes('staged', this if is_incremental() else none) }}
+),
+
+final as (
+    select
+        -- ids
+        event_id,
+        partition_key,
+        -- attributes
+        topic,
+        event_type,
+        schema_version,
+        payload,
+        content_hash,
+        invalid_reason,
+        outcome,
+        quarantine_reason,
+        raw_record,
+        record_bytes,
+        -- timestamps
+        occurred_at,
+        -- pipeline metadata
+        log_partition,
+        log_offset,
+        _source_file,
+        _ingested_at,
+        _ingestion_batch_id
+    from outcomes
 )
 
 select * from final

@@ -7,7 +7,8 @@ outcomes as (
             outcome,
             quarantine_reason,
             _ingestion_batch_id
-        from ({{ delivery_outcomes(ref(stream['deliveries_model'])) }})
+        from {{ ref(stream['deliveries_model']) }}
+        where {{ in_new_batches('_ingestion_batch_id') }}
         {{ 'union all' if not loop.last }}
     {%- endfor %}
 ),

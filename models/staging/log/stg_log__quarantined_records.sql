@@ -13,8 +13,10 @@ quarantined as (
             _source_file,
             _ingested_at,
             _ingestion_batch_id
-        from ({{ delivery_outcomes(ref(stream['deliveries_model'])) }})
-        where outcome in ('malformed', 'conflicting_duplicate')
+        from {{ ref(stream['deliveries_model']) }}
+        where
+            {{ in_new_batches('_ingestion_batch_id') }}
+            and outcome in ('malformed', 'conflicting_duplicate')
         {{ 'union all' if not loop.last }}
     {%- endfor %}
 ),

@@ -1,11 +1,13 @@
 with
 
-outcomes as (
-    {{ delivery_outcomes(ref('stg_web__event_deliveries')) }}
+deliveries as (
+    select * from {{ ref('stg_web__event_deliveries') }}
+    where {{ in_new_batches('_ingestion_batch_id') }}
 ),
 
 accepted as (
-    select * from outcomes
+    -- the first valid delivery of each event id (its deliveries model decided the outcome)
+    select * from deliveries
     where outcome = 'accepted'
 ),
 
