@@ -11,15 +11,9 @@
         column of `new_deliveries`, then `outcome` and `quarantine_reason`. -#}
 with
 
-new_valid_deliveries as (
-    select * from {{ new_deliveries }}
-    where invalid_reason is null
-),
-
 earlier_valid_deliveries as (
     -- only what ranking reads: the one scan of history reads these narrow columns of the
-    -- earlier deliveries of the new event ids, never their raw records and payloads
-    {%- if earlier_deliveries is not none %}
+    -- earlier valid deliveries of the new event ids, never their raw records and payloads
     select
         event_id,
         content_hash,
@@ -27,45 +21,47 @@ earlier_valid_deliveries as (
         log_offset,
         _source_file,
         _ingestion_batch_id
+    {%- if earlier_deliveries is not none %}
     from {{ earlier_deliveries }}
     where
         invalid_reason is null
         and {{ before_new_batches('_ingestion_batch_id') }}
-        and event_id in (select new_valid_deliveries.event_id from new_valid_deliveries)
+        and event_id in (
+            select {{ new_deliveries }}.event_id from {{ new_deliveries }}
+            where {{ new_deliveries }}.invalid_reason is null
+        )
     {%- else %}
-    select
-        event_id,
-        content_hash,
-        log_partition,
-        log_offset,
-        _source_file,
-        _ingestion_batch_id
-    from new_valid_deliveries
+    from {{ new_deliveries }}
     where false
     {%- endif %}
 ),
 
 ranked as (
-    -- a new delivery travels whole through the ranking as one struct (null for an earlier one)
+    -- one pass over the new deliveries (each travels whole as one struct; null for an earlier
+    -- one): valid deliveries are ranked per event id with the earlier ones, a malformed one
+    -- only with malformed ones of its id, whose rank decides nothing
     select
         delivery,
+        is_valid,
         content_hash,
         row_number() over delivery_order as delivery_rank,
         first_value(content_hash) over delivery_order as first_content_hash
     from (
         select
-            struct(new_valid_deliveries.*) as delivery,
+            struct({{ new_deliveries }}.*) as delivery,
             event_id,
+            invalid_reason is null as is_valid,
             content_hash,
             log_partition,
             log_offset,
             _source_file,
             _ingestion_batch_id
-        from new_valid_deliveries
+        from {{ new_deliveries }}
         union all
         select
             null as delivery,
             event_id,
+            true as is_valid,
             content_hash,
             log_partition,
             log_offset,
@@ -74,15 +70,16 @@ ranked as (
         from earlier_valid_deliveries
     )
     window delivery_order as (
-        partition by event_id
+        partition by event_id, is_valid
         order by _ingestion_batch_id, log_partition, log_offset, _source_file
     )
 ),
 
-valid_outcomes as (
+outcomes as (
     select
         delivery,
         case
+            when not is_valid then 'malformed'
             when delivery_rank = 1 then 'accepted'
             when content_hash = first_content_hash then 'duplicate'
             else 'conflicting_duplicate'
@@ -96,16 +93,10 @@ final as (
         delivery.*,
         outcome,
         case
+            when outcome = 'malformed' then delivery.invalid_reason
             when outcome = 'conflicting_duplicate' then 'conflicting_duplicate'
         end as quarantine_reason
-    from valid_outcomes
-    union all
-    select
-        *,
-        'malformed' as outcome,
-        invalid_reason as quarantine_reason
-    from {{ new_deliveries }}
-    where invalid_reason is not null
+    from outcomes
 )
 
 select * from final
