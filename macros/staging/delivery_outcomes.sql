@@ -1,4 +1,4 @@
-{% macro delivery_outcomes(new_deliveries, earlier_deliveries) %}
+{% macro delivery_outcomes(new_deliveries, earlier_deliveries, new_event_ids) %}
     {#- The outcome of every delivery in `new_deliveries` (the name of a CTE of staged deliveries
         of the new ingestion batches): `accepted` (the first valid delivery of its event_id),
         `duplicate` (a later valid delivery with the same content), `conflicting_duplicate` (a
@@ -7,8 +7,11 @@
         offset, source file): a total order, so the choice never depends on chance. New
         deliveries are ranked together with the earlier valid deliveries of the same event ids
         in `earlier_deliveries` (the deliveries model's own table; none on a full refresh), so
-        a run over the new batches decides exactly what a full refresh decides. Returns every
-        column of `new_deliveries`, then `outcome` and `quarantine_reason`. -#}
+        a run over the new batches decides exactly what a full refresh decides. History is
+        selected by `new_event_ids` (the name of a CTE with an `event_id` column): any superset
+        of the ids of the new valid deliveries, read more cheaply than they are staged (an id
+        without a new valid delivery selects history that the ranking leaves unused). Returns
+        every column of `new_deliveries`, then `outcome` and `quarantine_reason`. -#}
 with
 
 earlier_valid_deliveries as (
@@ -26,10 +29,7 @@ earlier_valid_deliveries as (
     where
         invalid_reason is null
         and {{ before_new_batches('_ingestion_batch_id') }}
-        and event_id in (
-            select {{ new_deliveries }}.event_id from {{ new_deliveries }}
-            where {{ new_deliveries }}.invalid_reason is null
-        )
+        and event_id in (select {{ new_event_ids }}.event_id from {{ new_event_ids }})
     {%- else %}
     from {{ new_deliveries }}
     where false

@@ -16,6 +16,15 @@ deliveries as (
     where {{ in_new_batches('_ingestion_batch_id') }}
 ),
 
+new_event_ids as (
+    -- the event ids of the new records, for the look-up of their earlier deliveries: read
+    -- without parsing the records into VARIANT and classifying them (the statement would do
+    -- that twice); every valid record is JSON with a string event_id, so this holds the id of
+    -- every new valid delivery
+    select get_json_object(raw_record, '$.event_id') as event_id
+    from deliveries
+),
+
 parsed as (
     select
         try_parse_json(raw_record) as record,
@@ -119,7 +128,7 @@ staged as (
 ),
 
 outcomes as (
-    {{ delivery_outcomes('staged', this if is_incremental() else none) }}
+    {{ delivery_outcomes('staged', this if is_incremental() else none, 'new_event_ids') }}
 ),
 
 final as (
