@@ -16,7 +16,9 @@
         - A model partitioned by key_bucket() of its `recompute_key` ('keys' mode: current state,
           history, folds per user, order or product) does the same per key bucket: it recomputes
           every bucket that holds a key of its new input, from all of those keys' input.
-        - A gap in the log's receipts or in the ledger stops the run with an error.
+        - A gap in the log's receipts or in the ledger stops the run with an error, and so does
+          a model whose columns are no longer its table's (check_model_columns): rebuilt, never
+          appended to.
         - `--full-refresh` (or a first build) rebuilds the table from every batch.
         - On Delta (file_format 'delta') each of these writes is one atomic commit: `create or
           replace table` for a rebuild, `insert into ... replace where` for the batches, days or
@@ -50,6 +52,10 @@
             {%- set full_refresh = true -%}
             {%- set first_batch_id = 1 -%}
         {%- endif -%}
+    {%- endif -%}
+    {%- if not full_refresh -%}
+        {#- a model whose columns changed is rebuilt, never appended to (clear error otherwise) -#}
+        {%- do check_model_columns(existing_relation) -%}
     {%- endif -%}
 
     {{ run_hooks(pre_hooks) }}

@@ -80,6 +80,36 @@ for model in json.loads(sys.argv[2]):
     report[model] = {"format": detail["format"], "operations": operations}
 print("PROBE " + json.dumps(report))
 """
+# Incremental dbt runs of one model in the last seed's incremental schema, on Delta: as it is,
+# then with its file edited (argv: path, old, new; put back afterwards). After each run: each
+# model's status and message, the table's columns and how many versions it has.
+RUN_PROBE = """
+import json, sys
+from pathlib import Path
+from pyspark.sql import SparkSession
+from kappa_shop.dbt import DbtProject
+model, schema, raw_schema, path, old, new = sys.argv[1:7]
+project = DbtProject(Path.cwd(), target="local_delta", profiles_dir=Path.cwd())
+def run():
+    result = project.invoke(
+        "run", "--select", model, "--vars", json.dumps({"raw_schema": raw_schema}), "--quiet",
+        tolerate_failures=True,
+    )
+    spark = SparkSession.builder.getOrCreate()
+    return {
+        "statuses": {i.node.name: [str(i.status), i.message or ""] for i in result.results},
+        "columns": spark.table(f"{schema}.{model}").columns,
+        "versions": spark.sql(f"describe history {schema}.{model}").count(),
+    }
+report = {"as it is": run()}
+original = Path(path).read_text()
+try:
+    Path(path).write_text(original.replace(old, new))
+    report["edited"] = run()
+finally:
+    Path(path).write_text(original)
+print("PROBE " + json.dumps(report))
+"""
 SUMMARY_LINE = re.compile(r"^  (\w+)\s+([\d,]+) rows  \S+ \((\w+)\)$")
 
 
@@ -143,7 +173,7 @@ def delta_proof(tmp_path_factory):
     )  # fmt: skip
     assert probe.returncode == 0, probe.stdout[-3000:] + probe.stderr[-3000:]
     line = next(line for line in probe.stdout.splitlines() if line.startswith("PROBE "))
-    return check, proof, json.loads(line.removeprefix("PROBE "))
+    return check, proof, json.loads(line.removeprefix("PROBE ")), root
 
 
 def test_the_profile_fetches_the_installed_delta_spark_version():
@@ -159,12 +189,12 @@ def test_the_profile_fetches_the_installed_delta_spark_version():
 
 
 def test_check_reports_delta_on_the_delta_target(delta_proof):
-    check, _, _ = delta_proof
+    check, _, _, _ = delta_proof
     assert f"ok: target '{TARGET}': Delta Lake {metadata.version('delta-spark')}" in check.stdout
 
 
 def test_the_proof_passes_on_delta_for_several_seeds(delta_proof):
-    _, proof, _ = delta_proof
+    _, proof, _, _ = delta_proof
     print(proof.stdout[-6000:])
     assert proof.returncode == 0, proof.stdout[-4000:] + proof.stderr[-4000:]
     for seed in SEEDS:
@@ -175,7 +205,7 @@ def test_the_proof_passes_on_delta_for_several_seeds(delta_proof):
 
 
 def test_every_model_is_a_delta_table_and_each_run_one_commit(delta_proof):
-    _, _, report = delta_proof
+    _, _, report, _ = delta_proof
     ledger = report["_ledger"]
     rebuild, write = "CREATE OR REPLACE TABLE AS SELECT", "WRITE"
     for model in ("stg_web__event_deliveries", "sessions", "orders_current", "users_history"):
@@ -214,7 +244,7 @@ def test_every_model_is_a_delta_table_and_each_run_one_commit(delta_proof):
 def test_time_travel_reads_a_table_as_an_earlier_run_left_it(delta_proof):
     # version 0 of a batches model is its first build: exactly the rows of the batches that
     # build consumed (rows of a batch never change afterwards)
-    _, _, report = delta_proof
+    _, _, report, _ = delta_proof
     first_build = next(
         row
         for row in report["_ledger"]
@@ -227,6 +257,32 @@ def test_time_travel_reads_a_table_as_an_earlier_run_left_it(delta_proof):
     assert expected > 0
     assert report["_version_0_rows"] == expected
     assert sum(report["_rows_by_batch"].values()) > expected  # later runs added batches
+
+
+def test_a_changed_column_stops_an_incremental_run_on_delta_too(delta_proof):
+    # on Delta a batches model's `replace where` selected the table's columns, so a column added
+    # to the model was left out without a word; now the run stops and writes no version
+    *_, root = delta_proof
+    schema = f"verify_{SEEDS[-1]}_incremental"
+    probe = run_in(
+        root,
+        [sys.executable, "-c", RUN_PROBE, "stg_web__events", schema, f"verify_{SEEDS[-1]}_raw",
+         "models/staging/web/stg_web__events.sql", "select * from final",
+         "select *, true as is_reviewed from final"],
+        timeout=600, KAPPA_SHOP_SCHEMA=schema,
+    )  # fmt: skip
+    assert probe.returncode == 0, probe.stdout[-3000:] + probe.stderr[-3000:]
+    line = next(line for line in probe.stdout.splitlines() if line.startswith("PROBE "))
+    report = json.loads(line.removeprefix("PROBE "))
+    before, after = report["as it is"], report["edited"]
+    # as it is: the check passes (nothing new to write)
+    assert before["statuses"]["stg_web__events"][0] == "success", before
+    status, message = after["statuses"]["stg_web__events"]
+    assert status == "error"
+    assert "new in the model: is_reviewed (boolean)" in message, message
+    assert "dbt build --full-refresh --select stg_web__events+" in message, message
+    assert "is_reviewed" not in after["columns"]
+    assert after["versions"] == before["versions"]
 
 
 @pytest.fixture(scope="module")
