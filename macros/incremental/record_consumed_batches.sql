@@ -14,8 +14,17 @@
         {% endcall %}
     {% endif %}
     {% if first_batch_id <= last_batch_id %}
+        {#- the model's name is a static partition value, so that Spark looks up only this
+            model's partitions of the ledger: with both partition columns dynamic it lists every
+            partition from the metastore on each commit, a cost that grows with every run of
+            every model (a commit took 0.2 s at 83 partitions, 0.7 s at 3,000; 0.17 s with the
+            name static). first_batch_id stays dynamic: a dynamic overwrite stages its files in
+            a directory of its own job, whereas a fully static one uses the table's shared
+            `_temporary` directory, where two models committing at once (two threads) break
+            each other's write. -#}
         {% call statement('record_consumed_batches') %}
-            insert overwrite table {{ ledger }} partition (model_name, first_batch_id)
+            insert overwrite table {{ ledger }}
+            partition (model_name = '{{ relation.identifier }}', first_batch_id)
             select
                 cast({{ last_batch_id }} as bigint) as last_batch_id,
                 '{{ "full_refresh" if full_refresh else "incremental" }}' as refresh_mode,
@@ -25,7 +34,6 @@
                 {%- else -%}
                 cast(array({% for value in recomputed_partitions %}'{{ value }}'{{ ", " if not loop.last }}{% endfor %}) as array<string>)
                 {%- endif %} as recomputed_partitions,
-                '{{ relation.identifier }}' as model_name,
                 cast({{ first_batch_id }} as bigint) as first_batch_id
         {% endcall %}
         {% set before = ranges.get(relation.identifier) %}
