@@ -16,16 +16,6 @@ new_events as (
     where {{ in_new_batches('_ingestion_batch_id') }}
 ),
 
-earlier_newest as (
-    -- the newest event time of each topic before the new batches: the watermark they start from
-    select
-        topic,
-        max(occurred_at) as newest_occurred_at
-    from accepted_events
-    where {{ before_new_batches('_ingestion_batch_id') }}
-    group by topic
-),
-
 batch_newest as (
     select
         topic,
@@ -33,6 +23,19 @@ batch_newest as (
         max(occurred_at) as newest_occurred_at
     from new_events
     group by topic, _ingestion_batch_id
+),
+
+earlier_newest as (
+    -- the newest event time of each topic before the new batches: the watermark they start
+    -- from. Read from this table's own rows of those batches (each bucket keeps the newest
+    -- event time of its events), not from every earlier event, so the cost follows the new
+    -- batches, not the log. A full refresh has no earlier batches (the filter keeps nothing).
+    select
+        topic,
+        max(newest_occurred_at) as newest_occurred_at
+    from {{ this if is_incremental() else 'batch_newest' }}
+    where {{ before_new_batches('_ingestion_batch_id') }}
+    group by topic
 ),
 
 watermarks as (
@@ -62,7 +65,8 @@ lateness as (
             when watermarks.watermark is null or new_events.occurred_at >= watermarks.watermark
                 then 0
             else unix_millis(watermarks.watermark) - unix_millis(new_events.occurred_at)
-        end as lateness_millis
+        end as lateness_millis,
+        new_events.occurred_at
     from new_events
     inner join watermarks
         on
@@ -102,6 +106,7 @@ final as (
         max(lateness_millis) div 1000 as max_lateness_seconds,
         -- timestamps
         max(watermark) as watermark_at,
+        max(occurred_at) as newest_occurred_at,
         -- pipeline metadata
         _ingestion_batch_id
     from bucketed
