@@ -11,14 +11,17 @@
         The model's columns come from Spark's `describe query` of its compiled SQL, which
         analyses the query without running it (tens of milliseconds); the table's from
         `describe`. Compared by name (case-insensitive) and type, not by position: the writes
-        select by name, and a partitioned parquet table keeps its partition column last. -#}
+        select by name, and a partitioned parquet table keeps its partition column last.
+        Returns the table's columns (as adapter.get_columns_in_relation gives them), which the
+        write then selects, so that the table is described once per run. -#}
     {%- set described = run_query('describe query ' ~ compiled_code) -%}
     {%- set model_columns = {} -%}
     {%- for row in described.rows -%}
         {%- do model_columns.update({row[0] | lower: row[1] | lower}) -%}
     {%- endfor -%}
+    {%- set columns = adapter.get_columns_in_relation(existing_relation) -%}
     {%- set table_columns = {} -%}
-    {%- for column in adapter.get_columns_in_relation(existing_relation) -%}
+    {%- for column in columns -%}
         {%- do table_columns.update({column.name | lower: column.dtype | lower}) -%}
     {%- endfor -%}
     {%- set differences = [] -%}
@@ -41,4 +44,5 @@
             ~ "dbt build --full-refresh --select " ~ model.name ~ "+"
         ) %}
     {%- endif -%}
+    {{ return(columns) }}
 {% endmacro %}

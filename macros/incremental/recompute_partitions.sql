@@ -1,4 +1,4 @@
-{% macro recompute_partitions(existing_relation, partitions) %}
+{% macro recompute_partitions(existing_relation, partitions, table_columns) %}
     {#- Replace the given partitions (days or key buckets, from recomputed_partitions) of a
         recomputing model, inside its materialization, computing the model's rows for them once,
         straight into the table. A partition that comes out empty (two sessions merged into the
@@ -19,7 +19,7 @@
     {%- set values -%}
         {%- for value in partitions %}{{ partition_literal(model, value) }}{{ ", " if not loop.last }}{% endfor -%}
     {%- endset -%}
-    {%- set columns = adapter.get_columns_in_relation(existing_relation) | map(attribute='quoted') | join(', ') -%}
+    {%- set columns = table_columns | map(attribute='quoted') | join(', ') -%}
     {#- the model's rows of those partitions, in the table's column order -#}
     {%- set partition_rows -%}
         select {{ columns }}

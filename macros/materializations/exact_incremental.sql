@@ -53,9 +53,11 @@
             {%- set first_batch_id = 1 -%}
         {%- endif -%}
     {%- endif -%}
+    {%- set table_columns = none -%}
     {%- if not full_refresh -%}
-        {#- a model whose columns changed is rebuilt, never appended to (clear error otherwise) -#}
-        {%- do check_model_columns(existing_relation) -%}
+        {#- a model whose columns changed is rebuilt, never appended to (clear error otherwise);
+            the table's columns, described once, are what the write selects -#}
+        {%- set table_columns = check_model_columns(existing_relation) -%}
     {%- endif -%}
 
     {{ run_hooks(pre_hooks) }}
@@ -104,7 +106,7 @@
     {%- elif mode == 'batches' and delta -%}
         {#- Delta: the new batches' rows replace whatever the table holds for those batches, in
             one atomic commit (Delta checks that every row written is in the range) -#}
-        {%- set columns = adapter.get_columns_in_relation(existing_relation) | map(attribute='quoted') | join(', ') -%}
+        {%- set columns = table_columns | map(attribute='quoted') | join(', ') -%}
         {%- call statement('main') -%}
             insert into {{ this }}
             replace where _ingestion_batch_id between {{ first_batch_id }} and {{ last_batch_id }}
@@ -131,7 +133,7 @@
             select 'ingestion batches {{ first_batch_id }}..{{ last_batch_id }} touch none of its partitions' as status
         {%- endcall -%}
     {%- else -%}
-        {%- do recompute_partitions(existing_relation, days) -%}
+        {%- do recompute_partitions(existing_relation, days, table_columns) -%}
         {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id
             ~ " recomputed " ~ days | length ~ " partition(s) " ~ days[0] ~ ".." ~ days[-1]) }}
     {%- endif -%}
