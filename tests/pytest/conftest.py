@@ -80,6 +80,17 @@ def kappa_shop_in(
     return run_in(root, [sys.executable, "-m", "kappa_shop", *arguments], timeout, **settings)
 
 
+def ledger_rows(spark: Any, schema: str, model: str | None = None) -> list[tuple]:
+    """The batch ledger of `schema` (of one model's runs if `model` is given), sorted: model,
+    first and last batch, refresh mode, when recorded."""
+    where = f" where model_name = '{model}'" if model else ""
+    rows = spark.sql(
+        f"select model_name, first_batch_id, last_batch_id, refresh_mode, recorded_at "
+        f"from {schema}.kappa_consumed_batches{where}"
+    ).collect()
+    return sorted(tuple(row) for row in rows)
+
+
 @dataclass
 class BuiltProject:
     """A built copy of the project: where it is, how to run dbt in it, what the build said."""

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conftest import ledger_rows
 
 SCHEMA = "kappa_shop"
 
@@ -32,14 +33,6 @@ def _columns(spark, model: str) -> dict[str, str]:
         field.name: field.dataType.simpleString()
         for field in spark.table(f"{SCHEMA}.{model}").schema.fields
     }
-
-
-def _ledger(spark, model: str) -> list[tuple]:
-    rows = spark.sql(
-        f"select first_batch_id, last_batch_id, refresh_mode, recorded_at "
-        f"from {SCHEMA}.kappa_consumed_batches where model_name = '{model}'"
-    ).collect()
-    return sorted(tuple(row) for row in rows)
 
 
 def _run(built_project, model: str, *arguments: str) -> dict[str, tuple[str, str]]:
@@ -78,7 +71,7 @@ def _run(built_project, model: str, *arguments: str) -> dict[str, tuple[str, str
 def test_a_changed_column_stops_the_incremental_run_with_the_rebuild_command(
     built_project, spark, model, path, change, difference
 ):
-    columns_before, ledger_before = _columns(spark, model), _ledger(spark, model)
+    columns_before, ledger_before = _columns(spark, model), ledger_rows(spark, SCHEMA, model)
     rows_before = spark.table(f"{SCHEMA}.{model}").count()
     assert ledger_before, f"{model} has no ledger: the built project is not incremental"
 
@@ -91,7 +84,7 @@ def test_a_changed_column_stops_the_incremental_run_with_the_rebuild_command(
     assert f"dbt build --full-refresh --select {model}+" in message, message
     # nothing was written
     assert _columns(spark, model) == columns_before
-    assert _ledger(spark, model) == ledger_before
+    assert ledger_rows(spark, SCHEMA, model) == ledger_before
     assert spark.table(f"{SCHEMA}.{model}").count() == rows_before
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from conftest import copy_project, kappa_shop_in
+from conftest import copy_project, kappa_shop_in, ledger_rows
 
 from kappa_shop.slim_ci import slim_ci
 
@@ -23,20 +23,12 @@ def _save_main_state(built_project, directory):
     return directory
 
 
-def _ledger(spark, schema: str) -> list[tuple]:
-    rows = spark.sql(
-        f"select model_name, first_batch_id, last_batch_id, refresh_mode, recorded_at "
-        f"from {schema}.kappa_consumed_batches"
-    ).collect()
-    return sorted(tuple(row) for row in rows)
-
-
 def test_slim_ci_builds_only_the_changed_model_and_its_downstream(built_project, spark, tmp_path):
     state = _save_main_state(built_project, tmp_path / "main-state")
     model = built_project.root / CHANGED
     original = model.read_text()
     before = sorted(tuple(row) for row in spark.table("kappa_shop.search_ctr_daily").collect())
-    ledger_before = _ledger(spark, "kappa_shop")
+    ledger_before = ledger_rows(spark, "kappa_shop")
     try:
         # a pull request's change: the same rows, written differently
         model.write_text(original.replace("with\n", "with\n\n-- reviewed\n", 1))
@@ -53,7 +45,7 @@ def test_slim_ci_builds_only_the_changed_model_and_its_downstream(built_project,
     assert set(outcome.statuses.values()) <= {"success", "pass", "no-op"}, outcome.statuses
     assert "exposure.kappa_shop.search_quality_report" in outcome.selected
     # both were rebuilt from the log (full refresh), nothing else ran, the rows are the same
-    ledger_after = _ledger(spark, "kappa_shop")
+    ledger_after = ledger_rows(spark, "kappa_shop")
     new_runs = [row for row in ledger_after if row not in ledger_before]
     assert {row[0] for row in new_runs} == {"search_click_through", "search_ctr_daily"}
     assert {row[3] for row in new_runs} == {"full_refresh"}
