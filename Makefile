@@ -73,8 +73,9 @@ pytest: setup ## the pytest suite: builds the project on a real Spark session
 SEEDS  ?= 1,2,3
 EVENTS ?= 3000
 ROUNDS ?= 5
-verify: check ## the proof for SEEDS (1,2,3), EVENTS (3000) and ROUNDS (5): make verify SEEDS=7
-	$(BIN)/kappa-shop verify --seeds $(SEEDS) --events $(EVENTS) --rounds $(ROUNDS)
+DAYS   ?= 2
+verify: check ## the proof for SEEDS (1,2,3), EVENTS (3000), ROUNDS (5) and DAYS (2): make verify SEEDS=7
+	$(BIN)/kappa-shop verify --seeds $(SEEDS) --events $(EVENTS) --rounds $(ROUNDS) --days $(DAYS)
 
 BENCH_EVENTS ?= 1000000
 bench: check ## the benchmark at BENCH_EVENTS (1000000) events: make bench BENCH_EVENTS=10000000

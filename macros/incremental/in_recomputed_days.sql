@@ -3,7 +3,9 @@
         day-recomputing model needs for the days this run recomputes: for each run of
         consecutive recomputed days [first, last], event times in
         [first - before, last + 1 day + after). `before` and `after` default to the model's
-        input_reach. `true` when every day is recomputed, `false` when none is. -#}
+        input_reach. `true` when every day is recomputed, `false` when none is. A running total
+        (before: 'all') reads here only the recomputed days' own events (before = 0) and what
+        lies before them through before_recomputed_days. -#}
     {% set days = recomputed_days() %}
     {% if days is none %}
         true
@@ -11,7 +13,7 @@
         false
     {%- else %}
         {%- set reach = input_reach(model) %}
-        {%- set before = before if before is not none else reach.before %}
+        {%- set before = before if before is not none else ('0 minutes' if reach.before == 'all' else reach.before) %}
         {%- set after = after if after is not none else reach.after %}
         {%- set ranges = [] %}
         {%- for day in days %}

@@ -7,8 +7,10 @@
         it (see input_reach): for an upstream model partitioned by ingestion batch, its rows in
         the batches this model has not consumed, by their event_time; for an upstream
         day-recomputing model, the days it recomputed in runs that consumed those batches (from
-        the ledger). Seeds (reference data) are not traced: changing one needs a full refresh of
-        what reads it. The var `kappa_recompute_days` pins the list (unit tests). -#}
+        the ledger). A running total (input_reach before: 'all') recomputes every day from the
+        first touched one through its table's last. Seeds (reference data) are not traced:
+        changing one needs a full refresh of what reads it. The var `kappa_recompute_days` pins
+        the list (unit tests). -#}
     {% if var('kappa_recompute_days', none) is not none %}
         {{ return(var('kappa_recompute_days') | list) }}
     {% endif %}
@@ -23,6 +25,9 @@
     {% endif %}
     {% set first_batch_id = consumed_through(this) + 1 %}
     {% set reach = input_reach(model) %}
+    {#- a running total (before: 'all'): a new event touches its own day, and then every later
+        day (added below) -#}
+    {% set reach_before = '0 minutes' if reach.before == 'all' else reach.before %}
     {% set touched_days = [] %}
     {% set day_parents = [] %}
     {% for parent in traced_parents(model, 'days') %}
@@ -39,7 +44,7 @@
         {% if contract_mode(parent) == 'batches' %}
             {% do touched_days.append(
                 "select explode(sequence(to_date(" ~ event_time ~ " - interval " ~ reach.after
-                ~ "), to_date(" ~ event_time ~ " + interval " ~ reach.before ~ "))) as day from "
+                ~ "), to_date(" ~ event_time ~ " + interval " ~ reach_before ~ "))) as day from "
                 ~ relation ~ " where _ingestion_batch_id >= " ~ first_batch_id
             ) %}
         {% elif contract_mode(parent) == 'keys' %}
@@ -54,7 +59,7 @@
             {% do touched_days.append(
                 "select explode(sequence(to_date(cast(parent_day as timestamp) - interval "
                 ~ reach.after ~ "), to_date(cast(parent_day as timestamp) + interval 1 day"
-                ~ " - interval 1 microsecond + interval " ~ reach.before ~ "))) as day from"
+                ~ " - interval 1 microsecond + interval " ~ reach_before ~ "))) as day from"
                 ~ " (select explode(recomputed_partitions) as parent_day from " ~ batch_ledger(this.schema)
                 ~ " where model_name = '" ~ parent.alias ~ "' and last_batch_id >= " ~ first_batch_id ~ ")"
             ) %}
@@ -73,6 +78,23 @@
         from ({{ touched_days | join(' union all ') }}) as touched
         order by day
     {% endset %}
-    {% do memo.update({model.unique_id: run_query(days_query).columns[0].values() | list}) %}
-    {{ return(memo[model.unique_id]) }}
+    {% set days = run_query(days_query).columns[0].values() | list %}
+    {% if reach.before == 'all' and days | length > 0 %}
+        {#- every day from the first touched one through the table's last day (or the last
+            touched one, if later) -#}
+        {% set partition_column = model.config.get('partition_by') if model.config.get('partition_by') is string
+            else model.config.get('partition_by')[0] %}
+        {% set last_query %}
+            select cast(max({{ partition_column }}) as string) as last_day from {{ this }}
+        {% endset %}
+        {% set last_day = run_query(last_query).columns[0].values()[0] %}
+        {% set first = modules.datetime.date.fromisoformat(days[0]) %}
+        {% set last = modules.datetime.date.fromisoformat([days[-1], last_day or days[-1]] | max) %}
+        {% set days = [] %}
+        {% for offset in range((last - first).days + 1) %}
+            {% do days.append((first + modules.datetime.timedelta(days=offset)).isoformat()) %}
+        {% endfor %}
+    {% endif %}
+    {% do memo.update({model.unique_id: days}) %}
+    {{ return(days) }}
 {% endmacro %}

@@ -193,6 +193,13 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--rounds", type=int, default=5, help="delivery rounds, the redelivery included (default 5)"
     )
+    verify.add_argument(
+        "--days",
+        type=float,
+        default=2.0,
+        help="the simulated period in days; a longer one puts late events days behind the newest "
+        "(default 2)",
+    )
     _add_target(verify)
     verify.add_argument(
         "--work-dir",
@@ -520,6 +527,7 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
             seed=seed,
             events=arguments.events,
             rounds=arguments.rounds,
+            days=arguments.days,
         )
         work_dir = arguments.work_dir or Path("data") / "verify" / str(seed)
         report = verify(project, config, work_dir.resolve())  # type: ignore[arg-type]

@@ -42,11 +42,16 @@ class VerifyConfig:
     seed: int = 1
     events: int = 3_000
     rounds: int = 5
+    # the simulated period: a longer one spreads the rounds over more days, so that a late
+    # event's day lies days before the newest (what running totals and reaches must follow)
+    days: float = 2.0
     schema_prefix: str = "verify"
 
     def validate(self) -> None:
         if self.events < 100:
             raise KappaShopError(f"--events must be at least 100 (got {self.events})")
+        if not 0 < self.days <= 60:
+            raise KappaShopError(f"--days must be more than 0 and at most 60 (got {self.days:g})")
         if not 2 <= self.rounds <= 50:
             raise KappaShopError(f"--rounds must be 2..50 (got {self.rounds})")
 
@@ -209,7 +214,7 @@ def verify(
     generated = GeneratorConfig(
         seed=config.seed,
         events=config.events,
-        days=2.0,
+        days=config.days,
         batches=max(config.rounds * 2, 6),
         late_fraction=0.08,
         duplicate_fraction=0.03,

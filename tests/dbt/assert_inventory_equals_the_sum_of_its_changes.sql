@@ -1,11 +1,12 @@
 -- Every product's current level (its latest change's level_after) equals the sum of all of its
--- staged changes, and each product has exactly one latest change. Fails with every product
--- where this does not hold.
+-- staged changes, and every staged change has its row. Fails with every product where this
+-- does not hold.
 with
 
 staged_totals as (
     select
         product_id,
+        count(*) as change_count,
         sum(quantity_delta) as total_delta
     from {{ ref('stg_inventory__inventory_changes') }}
     group by product_id
@@ -14,8 +15,8 @@ staged_totals as (
 levels as (
     select
         product_id,
-        count_if(is_latest) as latest_count,
-        max(case when is_latest then level_after end) as current_level
+        count(*) as change_count,
+        max_by(level_after, struct(occurred_at, inventory_change_id)) as current_level
     from {{ ref('inventory_levels') }}
     group by product_id
 )
@@ -24,12 +25,13 @@ select
     coalesce(staged_totals.product_id, levels.product_id) as product_id,
     staged_totals.total_delta,
     levels.current_level,
-    levels.latest_count
+    staged_totals.change_count as staged_change_count,
+    levels.change_count
 from staged_totals
 full outer join levels
     on staged_totals.product_id = levels.product_id
 where
     staged_totals.product_id is null
     or levels.product_id is null
-    or levels.latest_count != 1
+    or levels.change_count != staged_totals.change_count
     or coalesce(staged_totals.total_delta, 0) != levels.current_level
