@@ -7,7 +7,7 @@
     {% endif %}
     {% set query %}
         select count(*) as rebuilt_runs
-        from {{ batch_ledger(this.schema) }}
+        from {{ ledger_rows(this.schema) }}
         where
             model_name in ('{{ model_names | join("', '") }}')
             and last_batch_id >= {{ first_batch_id }}

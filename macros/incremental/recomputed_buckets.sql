@@ -38,7 +38,7 @@
             {% do key_parents.append(parent.alias) %}
             {% do touched.append(
                 "select cast(bucket as int) as bucket from (select explode(recomputed_partitions) as bucket"
-                ~ " from " ~ batch_ledger(this.schema) ~ " where model_name = '" ~ parent.alias
+                ~ " from " ~ ledger_rows(this.schema) ~ " where model_name = '" ~ parent.alias
                 ~ "' and last_batch_id >= " ~ first_batch_id ~ ")"
             ) %}
         {% else %}

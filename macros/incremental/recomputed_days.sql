@@ -60,7 +60,7 @@
                 "select explode(sequence(to_date(cast(parent_day as timestamp) - interval "
                 ~ reach.after ~ "), to_date(cast(parent_day as timestamp) + interval 1 day"
                 ~ " - interval 1 microsecond + interval " ~ reach_before ~ "))) as day from"
-                ~ " (select explode(recomputed_partitions) as parent_day from " ~ batch_ledger(this.schema)
+                ~ " (select explode(recomputed_partitions) as parent_day from " ~ ledger_rows(this.schema)
                 ~ " where model_name = '" ~ parent.alias ~ "' and last_batch_id >= " ~ first_batch_id ~ ")"
             ) %}
         {% endif %}

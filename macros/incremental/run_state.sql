@@ -2,8 +2,9 @@
     {#- What one dbt invocation knows of the contract's bookkeeping, shared by every model,
         hook and thread of the invocation: each model's consumed range (ledgers, per schema:
         read once, kept current by record_consumed_batches), the log's last receipted batch
-        (ingested_through: read once) and each model's recomputed partitions (worked out once,
-        then used by both its compiled SQL and its materialization). Kept in dbt's `graph`
+        (ingested_through: read once), each model's recomputed partitions (worked out once,
+        then used by both its compiled SQL and its materialization) and the incremental ranges
+        recorded but not yet committed (commit_consumed_batches writes them at the end). Kept in dbt's `graph`
         (one dictionary per invocation, shared by every context) under the invocation's id, so
         a later invocation in the same Python process starts afresh.
 
@@ -18,6 +19,7 @@
             'ledgers': {},
             'ingested_through': none,
             'recomputed_partitions': {},
+            'pending_ledger_rows': {},
         } %}
         {% do graph.update({'kappa_run_state': state}) %}
     {% endif %}

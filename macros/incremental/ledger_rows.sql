@@ -1,0 +1,18 @@
+{% macro ledger_rows(schema_name) %}
+    {#- A schema's batch ledger as this invocation knows it, for a FROM clause: the ledger
+        table's rows plus the incremental ranges that this invocation's models have recorded
+        and commit_consumed_batches has not written yet. Columns: model_name, first_batch_id,
+        last_batch_id, refresh_mode, recomputed_partitions. What a model's downstream models
+        read of its runs (recomputed_days, recomputed_buckets, rebuilt_since). -#}
+    {%- set pending = run_state()['pending_ledger_rows'].get(schema_name, []) -%}
+    (
+        select model_name, first_batch_id, last_batch_id, refresh_mode, recomputed_partitions
+        from {{ batch_ledger(schema_name) }}
+        {%- if pending | length > 0 %}
+        union all
+        select model_name, first_batch_id, last_batch_id, refresh_mode, recomputed_partitions
+        from values {{ ledger_values(pending) }}
+            as recorded (model_name, first_batch_id, last_batch_id, refresh_mode, recomputed_partitions, recorded_at)
+        {%- endif %}
+    ) as kappa_ledger
+{%- endmacro %}
