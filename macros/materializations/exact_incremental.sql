@@ -3,7 +3,8 @@
         same log would build.
 
         - New input is found by ingestion batch, never by wall-clock time; which batches a model
-          has consumed is committed to a ledger after its table is written.
+          has consumed is committed to a ledger after its table is written (record_consumed_batches:
+          a full refresh at once, an incremental run's range with the run's others at its end).
         - A model partitioned by `_ingestion_batch_id` first ('batches' mode, see contract_mode)
           writes rows that each belong to one new batch (in_new_batches): a run replaces exactly
           its batches' partitions (insert overwrite), so a rerun rewrites instead of appending.

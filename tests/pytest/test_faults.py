@@ -57,7 +57,8 @@ STEPS: list[tuple[list[str], str | tuple[str, float]]] = [
     # a day model killed mid-write: its recomputed days dropped, not yet written, no commit
     (["--batches", "3,4", "--fault", "sessions:after_drop"],
      _fault("sessions:after_drop")),
-    # between models: a key model committed, the models after it not run
+    # between models: a key model's run recorded (the run commits it with the others at its
+    # end, so nothing of this run is committed), the models after it not run
     (["--batches", "5", "--fault", "orders_current:after_commit"],
      _fault("orders_current:after_commit")),
     # before a model writes anything (6 and the stragglers batch 7 are the last of the log)
