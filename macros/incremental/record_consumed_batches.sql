@@ -10,7 +10,7 @@
         - An incremental range waits, with every other incremental range of the invocation, for
           commit_consumed_batches (on-run-end), which writes them in one statement: one ledger
           write per run instead of one per model (each cost a Spark job and a metastore update,
-          about a fifth of an incremental run's statement time at 10M). Until then the models
+          about a tenth of an incremental run's statement time at 10M). Until then the models
           of this invocation read it through ledger_rows. A run that dies before its end
           commits none of its incremental ranges: the next run redoes them, rewriting the same
           partitions, as when a model died between its write and its commit. -#}
