@@ -19,8 +19,7 @@
                     select
                         last_batch_id, refresh_mode, recorded_at, recomputed_partitions,
                         model_name, first_batch_id
-                    from values {{ ledger_values(rows) }}
-                        as recorded (model_name, first_batch_id, last_batch_id, refresh_mode, recomputed_partitions, recorded_at)
+                    from {{ ledger_values(rows) }}
                 {%- endcall -%}
                 {{ log("Committed " ~ rows | length ~ " model run(s) to the ledger of " ~ schema_name) }}
             {%- endif -%}

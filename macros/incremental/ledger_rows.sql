@@ -11,8 +11,7 @@
         {%- if pending | length > 0 %}
         union all
         select model_name, first_batch_id, last_batch_id, refresh_mode, recomputed_partitions
-        from values {{ ledger_values(pending) }}
-            as recorded (model_name, first_batch_id, last_batch_id, refresh_mode, recomputed_partitions, recorded_at)
+        from {{ ledger_values(pending) }}
         {%- endif %}
     ) as kappa_ledger
 {%- endmacro %}

@@ -41,8 +41,7 @@
                 partition (model_name = '{{ relation.identifier }}', first_batch_id)
                 select
                     last_batch_id, refresh_mode, recorded_at, recomputed_partitions, first_batch_id
-                from values {{ ledger_values([row]) }}
-                    as recorded (model_name, first_batch_id, last_batch_id, refresh_mode, recomputed_partitions, recorded_at)
+                from {{ ledger_values([row]) }}
             {% endcall %}
         {% else %}
             {% do run_state()['pending_ledger_rows'].setdefault(relation.schema, []).append(row) %}

@@ -4,8 +4,9 @@
         read once, kept current by record_consumed_batches), the log's last receipted batch
         (ingested_through: read once), each model's recomputed partitions (worked out once,
         then used by both its compiled SQL and its materialization) and the incremental ranges
-        recorded but not yet committed (commit_consumed_batches writes them at the end). Kept in dbt's `graph`
-        (one dictionary per invocation, shared by every context) under the invocation's id, so
+        recorded but not yet committed (commit_consumed_batches writes them at the end). Kept
+        in dbt's `graph` (one dictionary per invocation, shared by every context) under the
+        invocation's id, so
         a later invocation in the same Python process starts afresh.
 
         Why this is safe: one run of a schema at a time (the run lock), a model's ledger changes
