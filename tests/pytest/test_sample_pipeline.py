@@ -5,6 +5,7 @@ And the same DAG built from the canonical seeds alone."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from datetime import timedelta
 from itertools import pairwise
@@ -193,3 +194,31 @@ def test_gap_test_fails_on_sessions_closer_than_the_gap(built_project):
             "--vars",
             "{session_inactivity_gap_minutes: 180}",
         )
+
+
+def test_files_left_by_a_kill_inside_a_table_swap_are_cleared(built_project, spark, tmp_path):
+    # A full refresh builds `sessions__kappa_build_<run>`, drops `sessions`, renames the build
+    # into place. The metastore's DROP commits before it deletes the table's files, so a kill
+    # inside it leaves the build table and files at `sessions`' location without a table
+    # (a kill inside the rename, which moves the directory before it commits, leaves the same).
+    # That state, made here exactly: the next run must clear the files and rebuild sessions.
+    before = _sessions(spark, "kappa_shop")
+    location = built_project.root / "spark-warehouse" / "kappa_shop.db" / "sessions"
+    spark.sql(
+        "create table kappa_shop.sessions__kappa_build_killed000000 as "
+        "select * from kappa_shop.sessions"
+    )
+    shutil.copytree(location, tmp_path / "sessions")
+    spark.sql("drop table kappa_shop.sessions")
+    shutil.copytree(tmp_path / "sessions", location)
+    assert any(location.rglob("*.parquet"))
+
+    built_project.dbt.invoke("run", "--select", "sessions")
+
+    assert _sessions(spark, "kappa_shop") == before
+    tables = [row.tableName for row in spark.sql("show tables in kappa_shop").collect()]
+    assert [name for name in tables if "__kappa_" in name] == []
+    # nothing of the swap or of the clearing is left on disk either
+    assert sorted(path.name for path in location.parent.glob("sessions_*")) == []
+    log = (built_project.root / "logs" / "dbt.log").read_text()
+    assert f"Cleared file:{location}: files without a table" in log
