@@ -13,7 +13,7 @@ activity as (
         user_id,
         occurred_at
     from {{ ref('int_user_activity_sessionized') }}
-    where {{ in_recomputed_days('occurred_at') }}
+    where {{ in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
 ),
 
 order_events as (

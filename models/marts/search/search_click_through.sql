@@ -17,7 +17,7 @@ matched_clicks as (
     select * from {{ ref('int_search_clicks_matched') }}
     where
         is_matched
-        and {{ in_recomputed_days('clicked_at') }}
+        and {{ in_recomputed_days('clicked_at', parent='int_search_clicks_matched') }}
 ),
 
 clicks_per_search as (

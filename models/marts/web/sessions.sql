@@ -11,7 +11,7 @@ activity as (
         -- ties on time are broken by event id, so landing and exit are deterministic
         struct(occurred_at, activity_event_id) as event_order
     from {{ ref('int_user_activity_sessionized') }}
-    where {{ in_recomputed_days('occurred_at') }}
+    where {{ in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
 ),
 
 orders_placed as (

@@ -8,7 +8,7 @@ with
 
 activity as (
     select * from {{ ref('int_user_activity_sessionized') }}
-    where {{ in_recomputed_days('occurred_at') }}
+    where {{ in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
 ),
 
 rolling as (
