@@ -2,7 +2,9 @@
     {#- The consumed range of every model in a schema's batch ledger, read once per invocation
         (run_state): a dictionary from model name to its runs, first batch, last batch and the
         number of batches its runs cover. record_consumed_batches keeps it current as models
-        commit. On-run-start reads the target schema's before dbt's threads start. -#}
+        commit. On-run-start reads the target schema's before dbt's threads start. Rows inside
+        a compacted row's range (compact_batch_ledger, killed between its two statements) are
+        left out. -#}
     {% if not execute %}
         {{ return({}) }}
     {% endif %}
@@ -15,7 +17,15 @@
                 min(first_batch_id) as first_batch_id,
                 max(last_batch_id) as last_batch_id,
                 sum(last_batch_id - first_batch_id + 1) as batches
-            from {{ batch_ledger(schema_name) }}
+            from (
+                select
+                    *,
+                    max(case when refresh_mode = 'compacted' then last_batch_id end)
+                        over (partition by model_name) as compacted_through
+                from {{ batch_ledger(schema_name) }}
+            ) as ledger
+            -- rows that a compaction killed before its end left inside a compacted row's range
+            where not (first_batch_id > 1 and last_batch_id <= coalesce(compacted_through, 0))
             group by model_name
         {% endset %}
         {% set ranges = {} %}

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from kappa_shop import __version__
 from kappa_shop.errors import KappaShopError
@@ -199,6 +200,12 @@ def _parser() -> argparse.ArgumentParser:
         default=2.0,
         help="the simulated period in days; a longer one puts late events days behind the newest "
         "(default 2)",
+    )
+    verify.add_argument(
+        "--vars",
+        default="{}",
+        help="dbt vars (a YAML or JSON mapping) for every build of the proof, such as "
+        "'{kappa_ledger_compact_after: 2}' (default: the project's)",
     )
     _add_target(verify)
     verify.add_argument(
@@ -512,6 +519,19 @@ def _deliver(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _vars_mapping(text: str) -> dict[str, Any]:
+    """--vars as dbt reads it (YAML, of which JSON is a part): a mapping, else one clear error."""
+    import yaml
+
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise KappaShopError(f"--vars is not YAML or JSON: {str(error).splitlines()[0]}") from None
+    if not isinstance(value, dict):
+        raise KappaShopError(f"--vars takes a mapping, such as '{{name: value}}'; got {text!r}")
+    return value
+
+
 def _verify(arguments: argparse.Namespace, project: object) -> int:
     from kappa_shop.verify import VerifyConfig, format_report, verify
 
@@ -521,6 +541,7 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
         raise KappaShopError(
             f"--seeds takes integers separated by commas: {arguments.seeds!r}"
         ) from None
+    dbt_vars = _vars_mapping(arguments.vars)
     failed = []
     for seed in seeds:
         config = VerifyConfig(
@@ -528,6 +549,7 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
             events=arguments.events,
             rounds=arguments.rounds,
             days=arguments.days,
+            dbt_vars=dbt_vars,
         )
         work_dir = arguments.work_dir or Path("data") / "verify" / str(seed)
         report = verify(project, config, work_dir.resolve())  # type: ignore[arg-type]

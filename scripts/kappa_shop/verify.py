@@ -46,6 +46,9 @@ class VerifyConfig:
     # event's day lies days before the newest (what running totals and reaches must follow)
     days: float = 2.0
     schema_prefix: str = "verify"
+    # dbt vars for every build of the proof (the project's settings to prove, such as
+    # kappa_ledger_compact_after); raw_schema is the proof's own
+    dbt_vars: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
         if self.events < 100:
@@ -54,6 +57,8 @@ class VerifyConfig:
             raise KappaShopError(f"--days must be more than 0 and at most 60 (got {self.days:g})")
         if not 2 <= self.rounds <= 50:
             raise KappaShopError(f"--rounds must be 2..50 (got {self.rounds})")
+        if "raw_schema" in self.dbt_vars:
+            raise KappaShopError("--vars cannot set raw_schema: the proof's raw tables are its own")
 
 
 @dataclass(frozen=True)
@@ -236,7 +241,7 @@ def verify(
         )
     )
 
-    dbt_vars = json.dumps({"raw_schema": raw_schema})
+    dbt_vars = json.dumps({**config.dbt_vars, "raw_schema": raw_schema})
     # the proof stands on its own: unit tests (which run in every ordinary `dbt build`) are
     # left out, so a bug they would catch must show up here as a difference
     build = ("build", "--vars", dbt_vars, "--quiet", "--exclude-resource-type", "unit_test")

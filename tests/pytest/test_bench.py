@@ -26,6 +26,7 @@ STEPS = [
     "incremental +1%",
     "ingest plus_1pct_late",
     "incremental +1% late",
+    "incremental, nothing new",
     "backfill 30 days: exact_incremental",
     "backfill 30 days: dbt microbatch",
     "full refresh for sessions and orders_daily",
@@ -59,6 +60,7 @@ def test_every_step_is_measured_in_order(bench):
     dbt_peak = max(step["peak_rss_mib"] for step in report["steps"][1:])
     assert dbt_peak > 300
     assert "| incremental +1% / full refresh |" in stdout
+    assert "| incremental with nothing new / full refresh (the fixed cost) |" in stdout
 
 
 def test_the_baselines_compute_the_same_tables(bench):
@@ -98,14 +100,19 @@ def test_results_are_written_with_a_chart(bench):
     stem = f"bench-{report['events']}"
     assert (out / f"{stem}.md").read_text().startswith("Benchmark at")
     svg = (out / f"{stem}.svg").read_text()
-    assert svg.count("<rect ") == 7
+    assert svg.count("<rect ") == 8
     assert "hand-written PySpark job" in svg
 
 
 def test_each_dbt_run_is_profiled_model_by_model(bench):
     work, stdout, report = bench
     profiled = {step["name"]: step for step in report["steps"] if step["models"]}
-    assert list(profiled) == ["full refresh", "incremental +1%", "incremental +1% late"]
+    assert list(profiled) == [
+        "full refresh",
+        "incremental +1%",
+        "incremental +1% late",
+        "incremental, nothing new",
+    ]
     models = set(profiled["full refresh"]["models"])
     assert {"stg_web__events", "sessions", "orders_daily", "users_current"} <= models
     assert "bench_orders_daily_microbatch" not in models  # the baseline is not the project's
@@ -124,8 +131,8 @@ def test_each_dbt_run_reads_the_ledger_once(bench):
     work, _, _ = bench
     log = (work / "kappa_shop" / "logs" / "dbt.log").read_text()
     runs = log.count("START hook: kappa_shop.on-run-start.0 ")
-    assert runs == 6  # full refresh, two incremental runs, two backfills, the floor's build
-    ledger = r"from kappa_shop_bench\.kappa_consumed_batches\s+group by model_name"
+    assert runs == 7  # full refresh, three incremental runs, two backfills, the floor's build
+    ledger = r"from kappa_shop_bench\.kappa_consumed_batches\s+\) as ledger"
     assert len(re.findall(ledger, log)) == runs
 
 

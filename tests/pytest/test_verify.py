@@ -4,11 +4,13 @@ fails when the incremental contract is broken on purpose."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import subprocess
 import sys
 
 import pytest
-from conftest import copy_project, subprocess_environment
+from conftest import copy_project, ledger_rows, subprocess_environment
 
 from kappa_shop.dbt import DbtProject
 from kappa_shop.verify import REDELIVERY, VerifyConfig, format_report, plan_schedule, verify
@@ -63,6 +65,57 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path):
             (row["refresh_mode"], row["days"] > 0) for row in runs if row["model_name"] == model
         }
         assert ("incremental", True) in modes, (model, modes)
+
+
+def test_a_ledger_compacted_every_other_run_keeps_the_proof(
+    spark, project_copy, tmp_path, monkeypatch
+):
+    """With kappa_ledger_compact_after: 2 every run past the second merges a model's earlier
+    ledger rows: the proof still passes (incremental equals a full refresh, idempotence, the
+    replayed last runs), each model's rows stay one unbroken range of at most two rows plus
+    what its downstream models still need, and rows that a compaction killed between its two
+    statements left inside a compacted range neither break the next run nor stay."""
+    seed = 7
+    project = DbtProject(root=project_copy, profiles_dir=project_copy)
+    config = VerifyConfig(
+        seed=seed, events=600, rounds=4, dbt_vars={"kappa_ledger_compact_after": 2}
+    )
+
+    report = verify(project, config, tmp_path / "proof", progress=lambda message: None)
+
+    print(format_report(report))
+    assert report.passed, format_report(report)
+    schema = f"verify_{seed}_incremental"
+    runs: dict[str, list[tuple]] = {}
+    for model, first, last, mode, _ in ledger_rows(spark, schema):
+        runs.setdefault(model, []).append((first, last, mode))
+    for model, rows in runs.items():
+        # one unbroken range from batch 1, nothing left inside a compacted row
+        assert rows[0][0] == 1, (model, rows)
+        assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(rows)), (model, rows)
+    # models that nothing downstream reads keep the compacted row and their latest run
+    for model in ("sessions", "orders_daily", "search_ctr_daily", "users_current"):
+        assert runs[model][0][2] == "compacted", (model, runs[model])
+        assert len(runs[model]) == 2, (model, runs[model])
+
+    # a compaction killed after writing its compacted rows and before dropping the rows they
+    # cover: one of those rows back inside orders_daily's compacted range
+    compacted_through = runs["orders_daily"][0][1]
+    assert compacted_through >= 2
+    spark.sql(
+        f"insert into {schema}.kappa_consumed_batches "
+        f"partition (model_name = 'orders_daily', first_batch_id = {compacted_through}) "
+        f"select cast({compacted_through} as bigint), 'incremental', current_timestamp(), "
+        "array('2024-01-01')"
+    )
+    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", schema)
+    dbt_vars = {"raw_schema": f"verify_{seed}_raw", "kappa_ledger_compact_after": 1}
+    project.invoke("run", "--select", "orders_daily", "--vars", json.dumps(dbt_vars))
+    after = [
+        (first, last, mode)
+        for _, first, last, mode, _ in ledger_rows(spark, schema, "orders_daily")
+    ]
+    assert after == runs["orders_daily"]
 
 
 def test_a_small_proof_of_another_seed_passes(small_local_proof):
