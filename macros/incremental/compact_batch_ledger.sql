@@ -47,16 +47,10 @@
                     model_name,
                     first_batch_id,
                     last_batch_id,
-                    first_batch_id > 1 and last_batch_id <= coalesce(compacted_through, 0) as covered,
+                    covered,
                     first_batch_id = max(first_batch_id) over (partition by model_name) as latest
-                from (
-                    select
-                        *,
-                        max(case when refresh_mode = 'compacted' then last_batch_id end)
-                            over (partition by model_name) as compacted_through
-                    from {{ batch_ledger(schema_name) }}
-                    where model_name in ('{{ crowded | join("', '") }}')
-                ) as rows_of_crowded
+                from {{ ledger_coverage(schema_name) }}
+                where model_name in ('{{ crowded | join("', '") }}')
                 order by model_name, first_batch_id
             {%- endset -%}
             {%- set rows = run_query(rows_query).rows -%}

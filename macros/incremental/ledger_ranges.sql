@@ -17,15 +17,9 @@
                 min(first_batch_id) as first_batch_id,
                 max(last_batch_id) as last_batch_id,
                 sum(last_batch_id - first_batch_id + 1) as batches
-            from (
-                select
-                    *,
-                    max(case when refresh_mode = 'compacted' then last_batch_id end)
-                        over (partition by model_name) as compacted_through
-                from {{ batch_ledger(schema_name) }}
-            ) as ledger
+            from {{ ledger_coverage(schema_name) }}
             -- rows that a compaction killed before its end left inside a compacted row's range
-            where not (first_batch_id > 1 and last_batch_id <= coalesce(compacted_through, 0))
+            where not covered
             group by model_name
         {% endset %}
         {% set ranges = {} %}
