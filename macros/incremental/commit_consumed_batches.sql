@@ -14,12 +14,7 @@
             {%- set rows = pending[schema_name] -%}
             {%- if rows | length > 0 -%}
                 {%- call statement('commit_consumed_batches') -%}
-                    insert overwrite table {{ batch_ledger(schema_name) }}
-                    partition (model_name, first_batch_id)
-                    select
-                        last_batch_id, refresh_mode, recorded_at, recomputed_partitions,
-                        model_name, first_batch_id
-                    from {{ ledger_values(rows) }}
+                    {{ ledger_insert(schema_name, rows) }}
                 {%- endcall -%}
                 {{ log("Committed " ~ rows | length ~ " model run(s) to the ledger of " ~ schema_name) }}
             {%- endif -%}

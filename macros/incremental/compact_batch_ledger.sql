@@ -89,12 +89,7 @@
             {%- endfor -%}
             {%- if compacted | length > 0 -%}
                 {%- call statement('compact_batch_ledger') -%}
-                    insert overwrite table {{ batch_ledger(schema_name) }}
-                    partition (model_name, first_batch_id)
-                    select
-                        last_batch_id, refresh_mode, recorded_at, recomputed_partitions,
-                        model_name, first_batch_id
-                    from {{ ledger_values(compacted) }}
+                    {{ ledger_insert(schema_name, compacted) }}
                 {%- endcall -%}
             {%- endif -%}
             {%- if dropped | length > 0 -%}
