@@ -4,8 +4,10 @@
         whole ledger (ledger_ranges) and lists its partitions (the commit), so without this
         both would cost more with every run, for ever.
 
-        A model with more rows than var `kappa_ledger_compact_after` (20) has its earlier rows
-        merged into one row `compacted` covering batches 1..L, where L is the last batch of
+        A model with more rows than its limit (ledger_compact_limit: 11 to 20 with var
+        `kappa_ledger_compact_after` at 20, by model, so that models are compacted in
+        different runs) has its earlier rows merged into one row `compacted` covering batches
+        1..L, where L is the last batch of
         the last row that no downstream model still needs: the models downstream of it read
         its rows of the batches after the ones they consumed (the days or buckets it
         recomputed, recomputed_days and recomputed_buckets), so only rows wholly before the
@@ -19,11 +21,10 @@
         the consumed ranges stay one unbroken range, and the next compaction drops them.
         Renders no SQL. -#}
     {%- if execute and flags.WHICH in ('run', 'build') -%}
-        {%- set limit = var('kappa_ledger_compact_after', 20) | int -%}
         {%- set schema_name = target.schema -%}
         {%- set ranges = ledger_ranges(schema_name) -%}
         {%- set crowded = [] -%}
-        {%- for name in ranges.keys() | list | sort if ranges[name]['runs'] > limit -%}
+        {%- for name in ranges.keys() | list | sort if ranges[name]['runs'] > ledger_compact_limit(name) -%}
             {%- do crowded.append(name) -%}
         {%- endfor -%}
         {%- if crowded | length > 0 -%}

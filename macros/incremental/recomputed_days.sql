@@ -24,6 +24,12 @@
         {{ return(memo[model.unique_id]) }}
     {% endif %}
     {% set first_batch_id = consumed_through(this) + 1 %}
+    {% if first_batch_id > available_through(model) %}
+        {#- no input holds a batch the model has not consumed: nothing is touched, and the
+            run writes nothing (the materialization's up-to-date case), so no query -#}
+        {% do memo.update({model.unique_id: []}) %}
+        {{ return([]) }}
+    {% endif %}
     {% set reach = input_reach(model) %}
     {#- a running total (before: 'all'): a new event touches its own day, and then every later
         day (added below) -#}

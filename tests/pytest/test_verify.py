@@ -118,6 +118,35 @@ def test_a_ledger_compacted_every_other_run_keeps_the_proof(
     assert after == runs["orders_daily"]
 
 
+def test_ledger_compaction_limits_are_spread_over_the_models(spark, project_copy):
+    """Every model gains a ledger row a run, all from the same full refresh: with one limit
+    they would all be compacted in the same run. ledger_compact_limit gives each model its own,
+    between half the var plus one and the var; with the var at 2 (the proof above), all get 2."""
+    project = DbtProject(root=project_copy, profiles_dir=project_copy)
+    models = sorted(
+        path.stem for path in (project_copy / "models").rglob("*.sql") if "bench" not in path.parts
+    )
+    inline = (
+        "{% for name in " + json.dumps(models) + " %}{{ ledger_compact_limit(name) }} {% endfor %}"
+    )
+
+    def limits(compact_after: int) -> list[int]:
+        result = project.invoke(
+            "compile", "--inline", inline, "--quiet",
+            "--vars", json.dumps({"kappa_ledger_compact_after": compact_after}),
+        )  # fmt: skip
+        return [int(value) for value in result.results[0].node.compiled_code.split()]
+
+    spread = limits(20)
+    assert len(spread) == len(models) >= 35
+    assert min(spread) >= 11 and max(spread) <= 20, spread
+    # spread out: no limit is shared by more than a quarter of the models
+    assert len(set(spread)) >= 6, spread
+    assert max(spread.count(limit) for limit in spread) <= len(models) // 4, spread
+    assert set(limits(2)) == {2}
+    assert set(limits(1)) == {1}
+
+
 def test_a_small_proof_of_another_seed_passes(small_local_proof):
     # the same proof the cluster target runs in test_cluster (conftest.SMALL_PROOF)
     report = small_local_proof
