@@ -32,7 +32,26 @@ $(STAMP): constraints.txt pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-setup: $(STAMP) ## create the virtualenv and install the pinned dependencies
+# Hadoop's local file system without a `chmod` process for every file and directory Spark
+# writes (java/; README, "Why a jar of our own"): compiled against the Hadoop of the PySpark
+# wheel, and used by the embedded targets (profiles.yml) through KAPPA_SHOP_HADOOP_JAR. Needs
+# the JDK's javac and jar, installed from Debian's packages when missing.
+HADOOP_JAR   := $(VENV)/jars/kappa-shop-hadoop.jar
+JAVA_SOURCES := $(sort $(wildcard java/kappa_shop/hadoop/*.java))
+export KAPPA_SHOP_HADOOP_JAR ?= $(CURDIR)/$(HADOOP_JAR)
+
+$(HADOOP_JAR): $(STAMP) $(JAVA_SOURCES)
+	@command -v javac >/dev/null && command -v jar >/dev/null || { \
+	  echo "Installing Debian's JDK 17 (javac, jar) to compile java/"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; }
+	@rm -rf $(VENV)/jars && mkdir -p $(VENV)/jars/classes
+	javac --release 17 -d $(VENV)/jars/classes \
+	  -cp "$$($(BIN)/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars/*" \
+	  $(JAVA_SOURCES)
+	jar cf $@ -C $(VENV)/jars/classes .
+
+setup: $(STAMP) $(HADOOP_JAR) ## create the virtualenv, install the pinned dependencies, build java/
 
 check: setup ## check the machine: Java 17 for Spark
 	@$(BIN)/kappa-shop check

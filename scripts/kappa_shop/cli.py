@@ -440,7 +440,7 @@ def _bench(arguments: argparse.Namespace, project: object) -> int:
 def _check_target(project: object) -> int:
     from kappa_shop.dbt import DbtProject
     from kappa_shop.delta import delta_version
-    from kappa_shop.spark import check_master_reachable
+    from kappa_shop.spark import check_master_reachable, local_file_system
     from kappa_shop.warehouse import table_names
 
     assert isinstance(project, DbtProject)
@@ -454,6 +454,17 @@ def _check_target(project: object) -> int:
         master = str((output.get("ingestion_spark_conf") or {}).get("spark.master", ""))
         check_master_reachable(master, target)
         print(f"ok: target {target!r}: the master for ingestion answers at {master}")
+    if output.get("method") == "session":
+        file_system = local_file_system(project.spark())
+        print(
+            f"ok: target {target!r}: local files through {file_system}"
+            + (
+                ""
+                if file_system.startswith("kappa_shop.")
+                else " (Hadoop's own, which forks `chmod` for every file it writes: run "
+                "`make setup` and set KAPPA_SHOP_HADOOP_JAR to the jar it builds)"
+            )
+        )
     delta = delta_version(output.get("server_side_parameters") or {})
     if delta is not None:
         print(

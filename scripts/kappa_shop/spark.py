@@ -84,6 +84,7 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
         settings = dict(output.get("server_side_parameters") or {})
         settings["spark.sql.ansi.enabled"] = "false"  # as dbt-spark forces it
         hive = True
+        check_class_path(str(settings.get("spark.driver.extraClassPath") or ""), target)
     elif method == "thrift":
         settings = dict(output.get("ingestion_spark_conf") or {})
         if "spark.master" not in settings:
@@ -119,6 +120,29 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
         if reason is None:
             raise
         raise KappaShopError(f"target {target!r} needs Delta Lake {delta}: {reason}") from error
+
+
+def check_class_path(class_path: str, target: str) -> None:
+    """Refuse, in one line, a driver class path entry that is not there: the embedded targets
+    put the jar of java/ on it (KAPPA_SHOP_HADOOP_JAR, built by `make setup`), whose file
+    system `fs.file.impl` names; without the jar, Spark would fail at its first file with a
+    ClassNotFoundException."""
+    for entry in filter(None, class_path.split(os.pathsep)):
+        if "*" not in entry and not Path(entry).is_file():
+            raise KappaShopError(
+                f"target {target!r} puts {entry} on Spark's class path, and it is not there: "
+                "build it with `make setup` (KAPPA_SHOP_HADOOP_JAR names it)"
+            )
+
+
+def local_file_system(spark: Any) -> str:
+    """The class of the Hadoop file system a SparkSession reads and writes `file:` paths with."""
+    jvm = spark._jvm
+    configuration = spark._jsc.hadoopConfiguration()
+    file_system = jvm.org.apache.hadoop.fs.FileSystem.get(
+        jvm.java.net.URI("file:///"), configuration
+    )
+    return str(file_system.getClass().getName())
 
 
 def check_metastore_free(metastore: Path, wait: float = 0.0) -> None:
