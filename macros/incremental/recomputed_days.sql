@@ -24,9 +24,7 @@
         {{ return(memo[model.unique_id]) }}
     {% endif %}
     {% set first_batch_id = consumed_through(this) + 1 %}
-    {% if first_batch_id > available_through(model) %}
-        {#- no input holds a batch the model has not consumed: nothing is touched, and the
-            run writes nothing (the materialization's up-to-date case), so no query -#}
+    {% if nothing_new_to_recompute(first_batch_id) %}
         {% do memo.update({model.unique_id: []}) %}
         {{ return([]) }}
     {% endif %}
