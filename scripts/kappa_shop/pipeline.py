@@ -44,7 +44,7 @@ class BuildSummary:
     log_source: str
     tables: list[BuiltTable]
     raw_tables: list[BuiltTable]
-    tests_passed: int
+    tests_passed: int | None  # None: built without tests
     docs_index: Path | None
 
 
@@ -91,15 +91,19 @@ def load_seed_sample(project: DbtProject) -> None:
     project.invoke("seed", "--selector", "sample_log")
 
 
-def build(project: DbtProject, docs: bool = True, log_source: str = "generated") -> BuildSummary:
-    """Put the sample log in the raw tables, run `dbt build`, and `dbt docs generate`."""
+def build(
+    project: DbtProject, docs: bool = True, log_source: str = "generated", tests: bool = True
+) -> BuildSummary:
+    """Put the sample log in the raw tables, run `dbt build` (its data and unit tests left out
+    unless `tests`), and `dbt docs generate`."""
     if log_source not in LOG_SOURCES:
         raise KappaShopError(f"unknown log source {log_source!r}: use one of {LOG_SOURCES}")
     if log_source == "generated":
         load_generated_sample(project)
     else:
         load_seed_sample(project)
-    build_result = project.invoke("build")
+    untested = () if tests else ("--exclude-resource-type", "test", "unit_test")
+    build_result = project.invoke("build", *untested)
     if docs:
         # the default selector leaves seeds out; the docs describe the whole project
         project.invoke("docs", "generate", "--select", "fqn:*", "source:*")
@@ -107,10 +111,14 @@ def build(project: DbtProject, docs: bool = True, log_source: str = "generated")
     model_nodes = [
         result.node for result in build_result.results if result.node.resource_type == "model"
     ]
-    tests_passed = sum(
-        1
-        for result in build_result.results
-        if result.node.resource_type in ("test", "unit_test") and str(result.status) == "pass"
+    tests_passed = (
+        sum(
+            1
+            for result in build_result.results
+            if result.node.resource_type in ("test", "unit_test") and str(result.status) == "pass"
+        )
+        if tests
+        else None
     )
     raw_relations = {
         table: f"{project.raw_schema}.{table}"
@@ -153,7 +161,12 @@ def format_summary(summary: BuildSummary) -> str:
         f"  {table.name:<{width}}  {table.rows:>10,} rows  {table.relation}"
         for table in summary.raw_tables
     ]
-    lines.append(f"Tables built ({len(summary.tables)}), {summary.tests_passed} tests passed:")
+    tested = (
+        "tests not run (--no-tests)"
+        if summary.tests_passed is None
+        else f"{summary.tests_passed} tests passed"
+    )
+    lines.append(f"Tables built ({len(summary.tables)}), {tested}:")
     lines += [
         f"  {table.name:<{width}}  {table.rows:>10,} rows  {table.relation}"
         f" ({table.materialization})"

@@ -8,7 +8,9 @@
    left out: the proof must catch on its own what they would) into <prefix>_incremental.
    One round's build runs twice (idempotence); and at the end each model's last recorded run
    is forgotten and redone, as after a crash between writing a table and committing its
-   batches: nothing may change.
+   batches: nothing may change. With data_tests="final" the data tests run only in that last
+   build (and in step 4): three quarters of a build's time on a small log, and what the diff
+   in step 5 proves does not depend on them.
 4. `dbt build --full-refresh` over the same raw tables into <prefix>_full.
 5. Diff every model of the two schemas, key by key where the model declares its grain
    (`meta.grain`), row for row otherwise. Any difference fails the proof.
@@ -33,6 +35,9 @@ from kappa_shop.landing import deliver
 from kappa_shop.warehouse import Warehouse, checksums, columns
 
 REDELIVERY = "redelivery"
+# When the proof's builds run the project's data tests: in every build, or in the last
+# incremental build and the full refresh only (the states the diff compares)
+DATA_TESTS = ("every-build", "final")
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class VerifyConfig:
     # dbt vars for every build of the proof (the project's settings to prove, such as
     # kappa_ledger_compact_after); raw_schema is the proof's own
     dbt_vars: dict[str, Any] = field(default_factory=dict)
+    data_tests: str = "every-build"  # or "final" (DATA_TESTS)
 
     def validate(self) -> None:
         if self.events < 100:
@@ -59,6 +65,10 @@ class VerifyConfig:
             raise KappaShopError(f"--rounds must be 2..50 (got {self.rounds})")
         if "raw_schema" in self.dbt_vars:
             raise KappaShopError("--vars cannot set raw_schema: the proof's raw tables are its own")
+        if self.data_tests not in DATA_TESTS:
+            raise KappaShopError(
+                f"--data-tests must be one of {', '.join(DATA_TESTS)} (got {self.data_tests!r})"
+            )
 
 
 @dataclass(frozen=True)
@@ -96,6 +106,8 @@ class VerifyReport:
     diffs: list[ModelDiff]
     idempotence_failures: list[str]
     failed_tests: list[str] = field(default_factory=list)
+    # each build of the proof, in order: its label and how many data tests it ran
+    data_tests_run: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -239,6 +251,11 @@ def verify(
             + "]"
             for entry in schedule
         )
+        + (
+            "; data tests in every build"
+            if config.data_tests == "every-build"
+            else "; data tests in the last incremental build and the full refresh"
+        )
     )
 
     dbt_vars = json.dumps({**config.dbt_vars, "raw_schema": raw_schema})
@@ -246,11 +263,16 @@ def verify(
     # left out, so a bug they would catch must show up here as a difference
     build = ("build", "--vars", dbt_vars, "--quiet", "--exclude-resource-type", "unit_test")
     failed_tests: list[str] = []
+    data_tests_run: list[tuple[str, int]] = []
 
-    def run_build(*extra: str, label: str) -> Any:
-        """An incremental or full build; failing data tests are recorded (the proof fails) but
-        do not stop it, so the diff is still shown. A model that fails stops the proof."""
-        result = project.invoke(*build, *extra, tolerate_failures=True)
+    def run_build(*extra: str, label: str, final: bool = False) -> Any:
+        """An incremental or full build (a `final` one is the last of its schema); failing data
+        tests are recorded (the proof fails) but do not stop it, so the diff is still shown. A
+        model that fails stops the proof."""
+        untested = () if final or config.data_tests == "every-build" else ("test",)
+        result = project.invoke(*build, *untested, *extra, tolerate_failures=True)
+        tests = [item for item in result.results if item.node.resource_type == "test"]
+        data_tests_run.append((label, len(tests)))
         for item in result.results:
             status = str(item.status)
             if item.node.resource_type == "model" and status == "error":
@@ -293,7 +315,7 @@ def verify(
                 ]
         before = _checksums(warehouse, incremental_schema, models)
         _forget_last_runs(warehouse, incremental_schema)
-        run_build(label="replay of the last runs")
+        run_build(label="replay of the last runs", final=True)
         after = _checksums(warehouse, incremental_schema, models)
         idempotence_failures += [
             f"redoing the last recorded run changed {model}"
@@ -303,7 +325,7 @@ def verify(
         progress("  replayed each model's last run (as after a crash before its commit)")
 
         os.environ["KAPPA_SHOP_SCHEMA"] = full_schema
-        result = run_build("--full-refresh", label="full refresh")
+        result = run_build("--full-refresh", label="full refresh", final=True)
         progress("  full refresh into " + full_schema + " done")
     finally:
         if saved_schema is None:
@@ -320,7 +342,7 @@ def verify(
         diff_model(warehouse, model, grains.get(model, []), incremental_schema, full_schema)
         for model in models
     ]
-    return VerifyReport(config, schedule, diffs, idempotence_failures, failed_tests)
+    return VerifyReport(config, schedule, diffs, idempotence_failures, failed_tests, data_tests_run)
 
 
 def _forget_last_runs(warehouse: Warehouse, schema: str) -> None:
@@ -355,6 +377,11 @@ def format_report(report: VerifyReport) -> str:
             lines += [f"    {sample}" for sample in diff.sample]
     lines += [f"IDEMPOTENCE: {failure}" for failure in report.idempotence_failures]
     lines += [f"FAILED TEST: {failure}" for failure in report.failed_tests]
+    if report.data_tests_run:
+        lines.append(
+            "Data tests run per build: "
+            + ", ".join(f"{label} {count}" for label, count in report.data_tests_run)
+        )
     verdict = "PASSED" if report.passed else "FAILED"
     differing = sum(1 for diff in report.diffs if not diff.equal)
     lines.append(

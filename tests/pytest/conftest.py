@@ -29,8 +29,10 @@ NOT_COPIED = shutil.ignore_patterns(
     "data", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info", ".cluster",
 )  # fmt: skip
 # The proof at a small scale, run on the local target (test_verify) and on the cluster target
-# (test_cluster), whose tables are then compared across the two targets.
-SMALL_PROOF = VerifyConfig(seed=3, events=600, rounds=2)
+# (test_cluster), whose tables are then compared across the two targets. Its data tests run in
+# the last incremental build and the full refresh (test_verify's main proof runs them in every
+# build).
+SMALL_PROOF = VerifyConfig(seed=3, events=600, rounds=2, data_tests="final")
 
 
 def copy_project(destination: Path) -> Path:

@@ -286,6 +286,8 @@ def test_the_proof_holds_on_the_cluster(cluster):
         str(SMALL_PROOF.events),
         "--rounds",
         str(SMALL_PROOF.rounds),
+        "--data-tests",
+        SMALL_PROOF.data_tests,
         timeout=1800,
     )
 

@@ -30,6 +30,10 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path):
     print(format_report(report))
     assert report.passed, format_report(report)
     assert any(entry.kind == REDELIVERY for entry in report.schedule)
+    # data tests in every build: each round's, the second build of one round, the replay and
+    # the full refresh (4 + 3)
+    assert len(report.data_tests_run) == 7, report.data_tests_run
+    assert all(count >= 200 for _, count in report.data_tests_run), report.data_tests_run
     by_model = {diff.model: diff for diff in report.diffs}
     assert len(by_model) >= 16
     for model in ("stg_web__events", "stg_log__quarantined_records", "ingestion_lateness"):
@@ -78,7 +82,11 @@ def test_a_ledger_compacted_every_other_run_keeps_the_proof(
     seed = 7
     project = DbtProject(root=project_copy, profiles_dir=project_copy)
     config = VerifyConfig(
-        seed=seed, events=600, rounds=4, dbt_vars={"kappa_ledger_compact_after": 2}
+        seed=seed,
+        events=600,
+        rounds=4,
+        dbt_vars={"kappa_ledger_compact_after": 2},
+        data_tests="final",
     )
 
     report = verify(project, config, tmp_path / "proof", progress=lambda message: None)
@@ -153,6 +161,13 @@ def test_a_small_proof_of_another_seed_passes(small_local_proof):
     print(format_report(report))
     assert report.passed, format_report(report)
     assert any(entry.kind == REDELIVERY for entry in report.schedule)
+    # data tests only in the last incremental build and the full refresh: the states the diff
+    # compares (every test of the project's models, the same number in both)
+    labels = [label for label, _ in report.data_tests_run]
+    assert labels[-2:] == ["replay of the last runs", "full refresh"], labels
+    counts = [count for _, count in report.data_tests_run]
+    assert counts[:-2] == [0] * (len(counts) - 2) and len(counts) == 5, counts
+    assert counts[-1] == counts[-2] >= 200, counts
     assert len(report.diffs) >= 16
     by_model = {diff.model: diff for diff in report.diffs}
     for model in ("stg_web__events", "sessions", "orders_current", "users_history"):
@@ -186,7 +201,7 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(tmp_path):
 
     result = subprocess.run(
         [sys.executable, "-m", "kappa_shop", "--project-dir", str(project), "verify",
-         "--seeds", "4", "--events", "500", "--rounds", "2"],
+         "--seeds", "4", "--events", "500", "--rounds", "2", "--data-tests", "final"],
         cwd=project,
         env=environment,
         capture_output=True,
