@@ -249,6 +249,11 @@ def plan(settings: ClusterSettings, conf_dir: Path) -> list[Component]:
         "spark.sql.hive.metastorePartitionPruning": "false",
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.adaptive.enabled": "true",
+        # each statement runs inside the request that sends it, instead of in the background
+        # while the client polls: dbt-spark polls every `poll_interval` seconds (a whole
+        # second at least), so a statement of 50 ms took a second; now its first poll finds
+        # it done. (A server behind a proxy that drops long requests needs the default.)
+        "spark.sql.hive.thriftServer.async": "false",
         # every executor reads the same disk: never hold a task back waiting for locality
         "spark.locality.wait": "0s",
         "spark.driver.extraJavaOptions": java_options,
