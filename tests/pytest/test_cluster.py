@@ -67,8 +67,16 @@ def _kappa_shop(root: Path, environment: dict[str, str], *arguments, timeout=600
 
 
 def _free_ports(count: int) -> int:
-    """The first of `count` consecutive free ports on 127.0.0.1."""
-    for base in range(20_000 + os.getpid() % 20_000, 60_000, 7):
+    """The first of `count` consecutive free ports on 127.0.0.1, below the range the system
+    hands out to outgoing connections: a port free now in that range can be taken by a worker's
+    connection to the master before the server binds it (it happened: "Address already in
+    use")."""
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    high = int(ephemeral.read_text().split()[0]) if ephemeral.is_file() else 32_768
+    high = max(high, 12_000)  # (a system whose outgoing ports start low: ours from 11000)
+    low = 11_000
+    start = low + os.getpid() % (high - count - low)
+    for base in [*range(start, high - count, 7), *range(low, start, 7)]:
         sockets = []
         try:
             for port in range(base, base + count):
