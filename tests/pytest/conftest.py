@@ -30,8 +30,7 @@ NOT_COPIED = shutil.ignore_patterns(
 )  # fmt: skip
 # The proof at a small scale, run on the local target (test_verify) and on the cluster target
 # (test_cluster), whose tables are then compared across the two targets. Its data tests run in
-# the last incremental build and the full refresh (test_verify's main proof runs them in every
-# build).
+# the last incremental build and the full refresh, as in every proof of the suite.
 SMALL_PROOF = VerifyConfig(seed=3, events=600, rounds=2, data_tests="final")
 
 
