@@ -249,6 +249,12 @@ def plan(settings: ClusterSettings, conf_dir: Path) -> list[Component]:
         "spark.sql.hive.metastorePartitionPruning": "false",
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.adaptive.enabled": "true",
+        # the fixed costs per statement that profiles.yml's `local` target cuts (a metastore
+        # connection per new planning thread, code compiled again, the recorded plan)
+        "spark.sql.shuffleExchange.maxThreadThreshold": "16",
+        "spark.sql.codegen.cache.maxEntries": "2000",
+        "spark.sql.codegen.useIdInClassName": "false",
+        "spark.sql.ui.explainMode": "simple",
         # each statement runs inside the request that sends it, instead of in the background
         # while the client polls: dbt-spark polls every `poll_interval` seconds (a whole
         # second at least), so a statement of 50 ms took a second; now its first poll finds
