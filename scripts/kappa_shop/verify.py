@@ -10,7 +10,8 @@
    is forgotten and redone, as after a crash between writing a table and committing its
    batches: nothing may change. With data_tests="final" the data tests run only in that last
    build (and in step 4): three quarters of a build's time on a small log, and what the diff
-   in step 5 proves does not depend on them.
+   in step 5 proves does not depend on them; with data_tests="none" in no build (the diff
+   alone).
 4. `dbt build --full-refresh` over the same raw tables into <prefix>_full.
 5. Diff every model of the two schemas, key by key where the model declares its grain
    (`meta.grain`), row for row otherwise. Any difference fails the proof.
@@ -35,9 +36,10 @@ from kappa_shop.landing import deliver
 from kappa_shop.warehouse import Warehouse, checksums, columns
 
 REDELIVERY = "redelivery"
-# When the proof's builds run the project's data tests: in every build, or in the last
-# incremental build and the full refresh only (the states the diff compares)
-DATA_TESTS = ("every-build", "final")
+# When the proof's builds run the project's data tests: in every build, in the last
+# incremental build and the full refresh only (the states the diff compares), or in none
+# (the diff alone)
+DATA_TESTS = ("every-build", "final", "none")
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class VerifyConfig:
     # dbt vars for every build of the proof (the project's settings to prove, such as
     # kappa_ledger_compact_after); raw_schema is the proof's own
     dbt_vars: dict[str, Any] = field(default_factory=dict)
-    data_tests: str = "every-build"  # or "final" (DATA_TESTS)
+    data_tests: str = "every-build"  # or "final" or "none" (DATA_TESTS)
 
     def validate(self) -> None:
         if self.events < 100:
@@ -251,11 +253,11 @@ def verify(
             + "]"
             for entry in schedule
         )
-        + (
-            "; data tests in every build"
-            if config.data_tests == "every-build"
-            else "; data tests in the last incremental build and the full refresh"
-        )
+        + {
+            "every-build": "; data tests in every build",
+            "final": "; data tests in the last incremental build and the full refresh",
+            "none": "; no data tests (the diff alone)",
+        }[config.data_tests]
     )
 
     dbt_vars = json.dumps({**config.dbt_vars, "raw_schema": raw_schema})
@@ -269,7 +271,8 @@ def verify(
         """An incremental or full build (a `final` one is the last of its schema); failing data
         tests are recorded (the proof fails) but do not stop it, so the diff is still shown. A
         model that fails stops the proof."""
-        untested = () if final or config.data_tests == "every-build" else ("test",)
+        tested = config.data_tests == "every-build" or (final and config.data_tests == "final")
+        untested = () if tested else ("test",)
         result = project.invoke(*build, *untested, *extra, tolerate_failures=True)
         tests = [item for item in result.results if item.node.resource_type == "test"]
         data_tests_run.append((label, len(tests)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 
@@ -202,7 +203,7 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(tmp_path):
 
     result = subprocess.run(
         [sys.executable, "-m", "kappa_shop", "--project-dir", str(project), "verify",
-         "--seeds", "4", "--events", "500", "--rounds", "2", "--data-tests", "final"],
+         "--seeds", "4", "--events", "500", "--rounds", "2", "--data-tests", "none"],
         cwd=project,
         env=environment,
         capture_output=True,
@@ -212,6 +213,14 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(tmp_path):
     )  # fmt: skip
 
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    # the diff alone caught it: no build ran a data test
+    assert "; no data tests (the diff alone)" in result.stdout
+    tested = re.search(r"^Data tests run per build: (.*)$", result.stdout, re.M)
+    assert tested, result.stdout[-3000:]
+    builds = re.findall(
+        r"(round \d+(?:, built again)?|replay of the last runs|full refresh) (\d+)", tested[1]
+    )
+    assert len(builds) == 5 and {count for _, count in builds} == {"0"}, tested[0]
     assert "DIFFERENT" in result.stdout
     assert "Proof FAILED" in result.stdout
     assert "the proof failed for seed(s) 4" in result.stderr
