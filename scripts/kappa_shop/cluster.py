@@ -251,7 +251,7 @@ def plan(settings: ClusterSettings, conf_dir: Path) -> list[Component]:
         "spark.sql.adaptive.enabled": "true",
         # the fixed costs per statement that profiles.yml's `local` target cuts (a metastore
         # connection per new planning thread, code compiled again, the recorded plan)
-        "spark.sql.shuffleExchange.maxThreadThreshold": "16",
+        "spark.sql.shuffleExchange.maxThreadThreshold": "32",
         "spark.sql.codegen.cache.maxEntries": "2000",
         "spark.sql.codegen.useIdInClassName": "false",
         "spark.sql.ui.explainMode": "simple",
