@@ -209,11 +209,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     verify.add_argument(
         "--data-tests",
-        choices=("every-build", "final", "none"),
+        choices=("every-build", "full-refresh", "none"),
         default="every-build",
         help="when the builds run the project's data tests: in every build (default), only "
-        "in the last incremental build and the full refresh (the states the diff compares; "
-        "about half the time on a small log), or in none (the diff alone)",
+        "in the full refresh (when the diff finds the incremental tables equal, the tests' "
+        "verdict holds for them too; about half the time on a small log), or in none (the "
+        "diff alone)",
     )
     _add_target(verify)
     verify.add_argument(

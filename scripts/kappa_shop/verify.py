@@ -8,10 +8,12 @@
    left out: the proof must catch on its own what they would) into <prefix>_incremental.
    One round's build runs twice (idempotence); and at the end each model's last recorded run
    is forgotten and redone, as after a crash between writing a table and committing its
-   batches: nothing may change. With data_tests="final" the data tests run only in that last
-   build (and in step 4): three quarters of a build's time on a small log, and what the diff
-   in step 5 proves does not depend on them; with data_tests="none" in no build (the diff
-   alone).
+   batches: nothing may change. With data_tests="full-refresh" the data tests run only in
+   step 4: they are three quarters of a build's time on a small log, and when the diff in
+   step 5 finds the two schemas equal, every data test gives the incremental tables the
+   verdict it gave the full refresh (a test reads models, seeds and the shared raw tables
+   only, and the diff compares every column of every model). With data_tests="none" in no
+   build (the diff alone).
 4. `dbt build --full-refresh` over the same raw tables into <prefix>_full.
 5. Diff every model of the two schemas, key by key where the model declares its grain
    (`meta.grain`), row for row otherwise. Any difference fails the proof.
@@ -36,10 +38,10 @@ from kappa_shop.landing import deliver
 from kappa_shop.warehouse import Warehouse, checksums, columns
 
 REDELIVERY = "redelivery"
-# When the proof's builds run the project's data tests: in every build, in the last
-# incremental build and the full refresh only (the states the diff compares), or in none
+# When the proof's builds run the project's data tests: in every build, in the full refresh
+# only (the diff carries their verdict to the incremental tables it finds equal), or in none
 # (the diff alone)
-DATA_TESTS = ("every-build", "final", "none")
+DATA_TESTS = ("every-build", "full-refresh", "none")
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class VerifyConfig:
     # dbt vars for every build of the proof (the project's settings to prove, such as
     # kappa_ledger_compact_after); raw_schema is the proof's own
     dbt_vars: dict[str, Any] = field(default_factory=dict)
-    data_tests: str = "every-build"  # or "final" or "none" (DATA_TESTS)
+    data_tests: str = "every-build"  # or "full-refresh" or "none" (DATA_TESTS)
 
     def validate(self) -> None:
         if self.events < 100:
@@ -207,26 +209,28 @@ only_refr as (select * from refr except all select * from incr)
     return diff
 
 
-def verify(
-    project: DbtProject,
-    config: VerifyConfig,
-    work_dir: Path,
-    progress: Callable[[str], None] = print,
-) -> VerifyReport:
-    """Run the proof; return its report (the caller decides the exit status)."""
+@dataclass(frozen=True)
+class _Log:
+    """A proof's schemas, its generated log and landing zone, and its delivery schedule."""
+
+    raw_schema: str
+    incremental_schema: str
+    full_schema: str
+    log_dir: Path
+    landing_dir: Path
+    batches: list[int]
+    schedule: list[Round]
+
+
+def _prepare(project: DbtProject, config: VerifyConfig, work_dir: Path) -> _Log:
+    """Drop the proof's schemas, generate its log and plan its delivery rounds."""
     config.validate()
     prefix = f"{config.schema_prefix}_{config.seed}"
-    raw_schema, incremental_schema, full_schema = (
-        f"{prefix}_raw",
-        f"{prefix}_incremental",
-        f"{prefix}_full",
-    )
+    raw_schema = f"{prefix}_raw"
     if work_dir.exists():
         shutil.rmtree(work_dir)
-    log_dir, landing_dir = work_dir / "log", work_dir / "landing"
     warehouse = project.warehouse()
-    spark = project.spark()
-    for schema in (raw_schema, incremental_schema, full_schema):
+    for schema in (raw_schema, f"{prefix}_incremental", f"{prefix}_full"):
         warehouse.sql(f"drop schema if exists {schema} cascade")
     shutil.rmtree(checkpoint_dir(warehouse, raw_schema), ignore_errors=True)
 
@@ -240,9 +244,75 @@ def verify(
         conflict_fraction=0.005,
         malformed_fraction=0.01,
     )
+    log_dir = work_dir / "log"
     generate(generated, log_dir, progress=lambda message: None)
     batches = [entry["batch"] for entry in read_manifest(log_dir)["batches"]]
-    schedule = plan_schedule(batches, config.rounds, config.seed)
+    return _Log(
+        raw_schema=raw_schema,
+        incremental_schema=f"{prefix}_incremental",
+        full_schema=f"{prefix}_full",
+        log_dir=log_dir,
+        landing_dir=work_dir / "landing",
+        batches=batches,
+        schedule=plan_schedule(batches, config.rounds, config.seed),
+    )
+
+
+def _land(project: DbtProject, log: _Log, number: int, entry: Round) -> tuple[int, Any]:
+    """Deliver round `number` of the schedule and ingest it: the files landed and the ingestion
+    report."""
+    if entry.kind == REDELIVERY:
+        files = _redeliver(log.log_dir, log.landing_dir, entry.batches[0], number)
+    else:
+        files = deliver(log.log_dir, log.landing_dir, entry.batches).files_delivered
+    report = ingest(
+        project.spark(),
+        log.landing_dir,
+        log.raw_schema,
+        progress=lambda message: None,
+        warehouse=project.warehouse(),
+    )
+    return files, report
+
+
+def reference(project: DbtProject, config: VerifyConfig, work_dir: Path) -> list[str]:
+    """The raw tables a proof of `config` ingests, round by round, and one full refresh of
+    them into <prefix>_full, without the incremental builds or any test: what the same proof
+    on another target is compared with, table for table (test_cluster). The models built."""
+    log = _prepare(project, config, work_dir)
+    for number, entry in enumerate(log.schedule, start=1):
+        _land(project, log, number, entry)
+    dbt_vars = json.dumps({**config.dbt_vars, "raw_schema": log.raw_schema})
+    saved_schema = os.environ.get("KAPPA_SHOP_SCHEMA")
+    try:
+        os.environ["KAPPA_SHOP_SCHEMA"] = log.full_schema
+        result = project.invoke(
+            "build", "--vars", dbt_vars, "--quiet", "--full-refresh",
+            "--exclude-resource-type", "unit_test", "test",
+        )  # fmt: skip
+    finally:
+        if saved_schema is None:
+            os.environ.pop("KAPPA_SHOP_SCHEMA", None)
+        else:
+            os.environ["KAPPA_SHOP_SCHEMA"] = saved_schema
+    return sorted(item.node.name for item in result.results if item.node.resource_type == "model")
+
+
+def verify(
+    project: DbtProject,
+    config: VerifyConfig,
+    work_dir: Path,
+    progress: Callable[[str], None] = print,
+) -> VerifyReport:
+    """Run the proof; return its report (the caller decides the exit status)."""
+    log = _prepare(project, config, work_dir)
+    raw_schema, incremental_schema, full_schema = (
+        log.raw_schema,
+        log.incremental_schema,
+        log.full_schema,
+    )
+    warehouse = project.warehouse()
+    batches, schedule = log.batches, log.schedule
     progress(
         f"Proof: seed {config.seed}, ~{config.events:,} events, {len(batches)} arrival batches "
         f"in {len(schedule)} rounds: "
@@ -255,7 +325,7 @@ def verify(
         )
         + {
             "every-build": "; data tests in every build",
-            "final": "; data tests in the last incremental build and the full refresh",
+            "full-refresh": "; data tests in the full refresh (the diff carries them over)",
             "none": "; no data tests (the diff alone)",
         }[config.data_tests]
     )
@@ -267,13 +337,16 @@ def verify(
     failed_tests: list[str] = []
     data_tests_run: list[tuple[str, int]] = []
 
-    def run_build(*extra: str, label: str, final: bool = False) -> Any:
-        """An incremental or full build (a `final` one is the last of its schema); failing data
-        tests are recorded (the proof fails) but do not stop it, so the diff is still shown. A
-        model that fails stops the proof."""
-        tested = config.data_tests == "every-build" or (final and config.data_tests == "final")
+    def run_build(label: str, full_refresh: bool = False) -> Any:
+        """An incremental build or the full refresh; failing data tests are recorded (the proof
+        fails) but do not stop it, so the diff is still shown. A model that fails stops the
+        proof."""
+        tested = config.data_tests == "every-build" or (
+            full_refresh and config.data_tests == "full-refresh"
+        )
         untested = () if tested else ("test",)
-        result = project.invoke(*build, *untested, *extra, tolerate_failures=True)
+        refresh = ("--full-refresh",) if full_refresh else ()
+        result = project.invoke(*build, *untested, *refresh, tolerate_failures=True)
         tests = [item for item in result.results if item.node.resource_type == "test"]
         data_tests_run.append((label, len(tests)))
         for item in result.results:
@@ -291,13 +364,7 @@ def verify(
         idempotence_round = len(schedule) // 2
         models: list[str] = []
         for number, entry in enumerate(schedule, start=1):
-            if entry.kind == REDELIVERY:
-                files = _redeliver(log_dir, landing_dir, entry.batches[0], number)
-            else:
-                files = deliver(log_dir, landing_dir, entry.batches).files_delivered
-            report = ingest(
-                spark, landing_dir, raw_schema, progress=lambda message: None, warehouse=warehouse
-            )
+            files, report = _land(project, log, number, entry)
             result = run_build(label=f"round {number}")
             models = sorted(
                 {item.node.name for item in result.results if item.node.resource_type == "model"}
@@ -318,7 +385,7 @@ def verify(
                 ]
         before = _checksums(warehouse, incremental_schema, models)
         _forget_last_runs(warehouse, incremental_schema)
-        run_build(label="replay of the last runs", final=True)
+        run_build(label="replay of the last runs")
         after = _checksums(warehouse, incremental_schema, models)
         idempotence_failures += [
             f"redoing the last recorded run changed {model}"
@@ -328,7 +395,7 @@ def verify(
         progress("  replayed each model's last run (as after a crash before its commit)")
 
         os.environ["KAPPA_SHOP_SCHEMA"] = full_schema
-        result = run_build("--full-refresh", label="full refresh", final=True)
+        result = run_build(label="full refresh", full_refresh=True)
         progress("  full refresh into " + full_schema + " done")
     finally:
         if saved_schema is None:
