@@ -25,7 +25,8 @@ import json
 import os
 import random
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,6 +223,20 @@ class _Log:
     schedule: list[Round]
 
 
+@contextmanager
+def _building_into(schema: str) -> Iterator[None]:
+    """dbt builds into `schema` (KAPPA_SHOP_SCHEMA) inside the block, as before it after."""
+    saved = os.environ.get("KAPPA_SHOP_SCHEMA")
+    os.environ["KAPPA_SHOP_SCHEMA"] = schema
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("KAPPA_SHOP_SCHEMA", None)
+        else:
+            os.environ["KAPPA_SHOP_SCHEMA"] = saved
+
+
 def _prepare(project: DbtProject, config: VerifyConfig, work_dir: Path) -> _Log:
     """Drop the proof's schemas, generate its log and plan its delivery rounds."""
     config.validate()
@@ -283,18 +298,11 @@ def reference(project: DbtProject, config: VerifyConfig, work_dir: Path) -> list
     for number, entry in enumerate(log.schedule, start=1):
         _land(project, log, number, entry)
     dbt_vars = json.dumps({**config.dbt_vars, "raw_schema": log.raw_schema})
-    saved_schema = os.environ.get("KAPPA_SHOP_SCHEMA")
-    try:
-        os.environ["KAPPA_SHOP_SCHEMA"] = log.full_schema
+    with _building_into(log.full_schema):
         result = project.invoke(
             "build", "--vars", dbt_vars, "--quiet", "--full-refresh",
             "--exclude-resource-type", "unit_test", "test",
         )  # fmt: skip
-    finally:
-        if saved_schema is None:
-            os.environ.pop("KAPPA_SHOP_SCHEMA", None)
-        else:
-            os.environ["KAPPA_SHOP_SCHEMA"] = saved_schema
     return sorted(item.node.name for item in result.results if item.node.resource_type == "model")
 
 
@@ -357,10 +365,8 @@ def verify(
                 failed_tests.append(f"{label}: {item.node.name} ({status})")
         return result
 
-    saved_schema = os.environ.get("KAPPA_SHOP_SCHEMA")
     idempotence_failures: list[str] = []
-    try:
-        os.environ["KAPPA_SHOP_SCHEMA"] = incremental_schema
+    with _building_into(incremental_schema):
         idempotence_round = len(schedule) // 2
         models: list[str] = []
         for number, entry in enumerate(schedule, start=1):
@@ -394,14 +400,9 @@ def verify(
         ]
         progress("  replayed each model's last run (as after a crash before its commit)")
 
-        os.environ["KAPPA_SHOP_SCHEMA"] = full_schema
+    with _building_into(full_schema):
         result = run_build(label="full refresh", full_refresh=True)
-        progress("  full refresh into " + full_schema + " done")
-    finally:
-        if saved_schema is None:
-            os.environ.pop("KAPPA_SHOP_SCHEMA", None)
-        else:
-            os.environ["KAPPA_SHOP_SCHEMA"] = saved_schema
+    progress("  full refresh into " + full_schema + " done")
 
     grains = {
         item.node.name: list((item.node.config.meta or {}).get("grain", []))
