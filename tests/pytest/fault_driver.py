@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from kappa_shop.dbt import DbtProject
@@ -30,9 +31,11 @@ from kappa_shop.ingest import ingest
 from kappa_shop.landing import deliver
 from kappa_shop.verify import diff_model
 
+STARTED = time.monotonic()
+
 
 def _say(message: str) -> None:
-    print(f"fault-driver: {message}", flush=True)
+    print(f"fault-driver: [{time.monotonic() - STARTED:.1f} s] {message}", flush=True)
 
 
 def main() -> int:
@@ -87,8 +90,10 @@ def main() -> int:
             for item in incremental.results
             if item.node.resource_type == "model"
         }
+        _say(f"incremental build done ({len(failed)} failed tests)")
         os.environ["KAPPA_SHOP_SCHEMA"] = f"{schema}_full"
         project.invoke("run", *raw_vars, "--quiet", "--full-refresh")
+        _say("full refresh done")
         warehouse = project.warehouse()
         diffs = [
             diff_model(warehouse, model, grains[model], schema, f"{schema}_full").__dict__

@@ -170,9 +170,14 @@ def faulted(tmp_path_factory):
     for number, (args, kill_at) in enumerate(STEPS):
         # while the first step's run is paused, a second build of the same project is tried
         paused = (lambda: _second_build(root)) if number == 0 else None
+        started = time.monotonic()
         output, during = _run_step(root, log_dir, landing, args, kill_at, paused)
+        # (shown with pytest -s: where the module's minutes go)
+        print(f"fault step {number + 1} ({' '.join(args)}): {time.monotonic() - started:.1f} s")
+        print("".join(line for line in output.splitlines(True) if "fault-driver:" in line))
         outputs.append(output)
         second_build = second_build or during
+    started = time.monotonic()
     report_path = work / "report.json"
     final = subprocess.run(
         [sys.executable, str(DRIVER), "--log", str(log_dir), "--landing", str(landing),
@@ -185,6 +190,8 @@ def faulted(tmp_path_factory):
         check=False,
     )  # fmt: skip
     assert final.returncode == 0, final.stdout[-4000:] + final.stderr[-4000:]
+    print(final.stdout)
+    print(f"final build, full refresh and diff: {time.monotonic() - started:.1f} s")
     return root, log_dir, landing, (outputs, second_build), json.loads(report_path.read_text())
 
 
