@@ -225,7 +225,8 @@ class _Log:
 
 @contextmanager
 def _building_into(schema: str) -> Iterator[None]:
-    """dbt builds into `schema` (KAPPA_SHOP_SCHEMA) inside the block, as before it after."""
+    """Inside the block dbt builds into `schema` (KAPPA_SHOP_SCHEMA); after it, wherever it
+    built before."""
     saved = os.environ.get("KAPPA_SHOP_SCHEMA")
     os.environ["KAPPA_SHOP_SCHEMA"] = schema
     try:
