@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import copy_project, ledger_rows, subprocess_environment
+from conftest import REPO_ROOT, copy_project, ledger_rows, subprocess_environment
 
 from kappa_shop.dbt import DbtProject
 from kappa_shop.verify import REDELIVERY, VerifyConfig, format_report, plan_schedule, verify
@@ -158,6 +158,40 @@ def test_ledger_compaction_limits_are_spread_over_the_models(spark, project_copy
     assert max(spread.count(limit) for limit in spread) <= len(models) // 4, spread
     assert set(limits(2)) == {2}
     assert set(limits(1)) == {1}
+
+
+# What would let a data test judge the incremental schema differently from a full refresh the
+# diff found equal: reading the run's own state (the ledger, the run lock, the table being
+# tested as `this`), compiling differently in a full refresh, or naming a table by hand
+# instead of through ref() or source()
+RUN_DEPENDENT = re.compile(
+    r"kappa_consumed_batches|kappa_run_lock|is_incremental|full_refresh|FULL_REFRESH"
+    r"|\{\{\s*this\b|target\.schema|run_started_at|invocation_id"
+    r"|\b(from|join)\s+[\w{}]+\.\w+",
+    re.IGNORECASE,
+)
+
+
+def test_data_tests_read_only_what_a_full_refresh_and_the_diff_cover():
+    # `--data-tests full-refresh` (every proof of make test) rests on this: a data test reads
+    # only models, seeds and sources through ref() and source(), the same in both builds, so
+    # its verdict on the full refresh holds for incremental tables the diff found equal
+    files = [
+        *(REPO_ROOT / "tests" / "dbt").glob("*.sql"),
+        *(REPO_ROOT / "macros" / "tests").glob("*.sql"),
+    ]
+    assert len(files) >= 10
+    found = {
+        f"{path.name}:{number}": line.strip()
+        for path in files
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if RUN_DEPENDENT.search(line)
+    }
+    assert found == {}, found
+    # (and the pattern does catch such a test)
+    assert RUN_DEPENDENT.search("select * from {{ target.schema }}.kappa_consumed_batches")
+    assert RUN_DEPENDENT.search("{% if is_incremental() %}")
+    assert not RUN_DEPENDENT.search("from {{ ref('sessions') }} as s join stg on s.id = stg.id")
 
 
 def test_schedules_shuffle_and_redeliver():
