@@ -51,7 +51,20 @@ $(HADOOP_JAR): $(STAMP) $(JAVA_SOURCES)
 	  $(JAVA_SOURCES)
 	jar cf $@ -C $(VENV)/jars/classes .
 
-setup: $(STAMP) $(HADOOP_JAR) ## create the virtualenv, install the pinned dependencies, build java/
+# A class-data sharing archive of Spark's classes: every embedded Spark (dbt, kappa-shop,
+# the tests) maps them from it instead of loading them from the jars, and starts about 7 s
+# faster (kappa_shop/class_archive.py; README, "A faster start"). The embedded targets use
+# it through these two variables (profiles.yml); a JVM that cannot use it starts as usual.
+CLASS_ARCHIVE := $(VENV)/jars/kappa-shop-classes.jsa
+export KAPPA_SHOP_CLASS_ARCHIVE ?= $(CURDIR)/$(CLASS_ARCHIVE)
+export KAPPA_SHOP_SPARK_JARS ?= $(CURDIR)/$(VENV)/lib/python3.11/site-packages/pyspark/jars
+
+$(CLASS_ARCHIVE): $(HADOOP_JAR) profiles.yml
+	@echo "Writing $@: Spark's classes for a faster start (about a minute)"
+	$(BIN)/python -m kappa_shop.class_archive $@ 2>$(VENV)/jars/class-archive.log || \
+	  { tail -n 20 $(VENV)/jars/class-archive.log; exit 1; }
+
+setup: $(STAMP) $(HADOOP_JAR) $(CLASS_ARCHIVE) ## create the virtualenv, install the pinned dependencies, build java/ and the class archive
 
 check: setup ## check the machine: Java 17 for Spark
 	@$(BIN)/kappa-shop check
