@@ -64,7 +64,8 @@ $(CLASS_ARCHIVE): $(HADOOP_JAR) profiles.yml
 	$(BIN)/python -m kappa_shop.class_archive $@ 2>$(VENV)/jars/class-archive.log || \
 	  { tail -n 20 $(VENV)/jars/class-archive.log; exit 1; }
 
-setup: $(STAMP) $(HADOOP_JAR) $(CLASS_ARCHIVE) ## create the virtualenv, install the pinned dependencies, build java/ and the class archive
+# (`make ... KAPPA_SHOP_CLASS_ARCHIVE=`: no archive written or used, for a JVM that cannot write one)
+setup: $(STAMP) $(HADOOP_JAR) $(if $(KAPPA_SHOP_CLASS_ARCHIVE),$(CLASS_ARCHIVE)) ## create the virtualenv, install the pinned dependencies, build java/ and the class archive
 
 check: setup ## check the machine: Java 17 for Spark
 	@$(BIN)/kappa-shop check
