@@ -4,8 +4,8 @@ Every dbt command, `kappa-shop` command and test process of the embedded targets
 JVM that loads and verifies some 20,000 of Spark's classes before it runs a statement: 15 s
 here from nothing to a first query, and the suite starts about fifty of them. Java's
 class-data sharing maps those classes, already parsed and verified, from an archive file.
-Measured here: a Spark session's start 9.2-10.1 s without it, 5.1-5.3 s with it; its first
-query 5.8-6.5 s against 3.4 s.
+Measured here: a Spark session's start 9.2-10.3 s without it, 5.1-6.7 s with it; its first
+statements 5.8-6.5 s against 3.4 s.
 
 `make setup` writes the archive (`python -m kappa_shop.class_archive ARCHIVE`) after the
 jar of java/: Spark is started once with the `local` target's settings in a scratch directory
@@ -17,7 +17,8 @@ JVM writes every class it loaded from the class path to ARCHIVE when it exits
 The archive only speeds things up. A JVM that cannot use it (no file, or one written for
 other jars: the JVM checks the class path and every jar's size and time) loads its classes as
 usual; the profile turns off the JVM's warning about that (`-Xlog:cds...=off`), so that
-stderr stays as it was. `make setup` writes it again when the virtualenv or the jar change.
+stderr stays as it was. `make setup` writes it again when the virtualenv, the jar or
+profiles.yml change.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from kappa_shop.cluster import _exists
 from kappa_shop.errors import KappaShopError
-from kappa_shop.spark import profile_output
+from kappa_shop.spark import profile_output, session_for_output
 
 ENVIRONMENT_VARIABLE = "KAPPA_SHOP_CLASS_ARCHIVE"
 # Statements of the kinds dbt's materializations and our macros run, so that the classes they
@@ -75,8 +77,6 @@ def write_archive(archive: Path, profiles_dir: Path, target: str = "local") -> i
     The class path must be the one the target starts Spark with, archive or not: the profile
     renders it from KAPPA_SHOP_HADOOP_JAR and KAPPA_SHOP_SPARK_JARS (both exported by the
     Makefile), with KAPPA_SHOP_CLASS_ARCHIVE set to `archive`."""
-    from pyspark.sql import SparkSession
-
     for name in ("KAPPA_SHOP_HADOOP_JAR", "KAPPA_SHOP_SPARK_JARS"):
         if not os.environ.get(name):
             raise KappaShopError(f"{name} is not set: run this through `make setup`")
@@ -92,7 +92,6 @@ def write_archive(archive: Path, profiles_dir: Path, target: str = "local") -> i
     settings["spark.driver.extraJavaOptions"] = (
         f"{options} -XX:ArchiveClassesAtExit={archive} -Xlog:cds=error -Xlog:cds+dynamic=error"
     )
-    settings["spark.sql.ansi.enabled"] = "false"
     archive.parent.mkdir(parents=True, exist_ok=True)
     archive.unlink(missing_ok=True)
     previous = Path.cwd()
@@ -103,10 +102,7 @@ def write_archive(archive: Path, profiles_dir: Path, target: str = "local") -> i
         (Path(scratch) / "conf").symlink_to(profiles_dir.resolve() / "conf")
         (Path(scratch) / "logs").mkdir()
         try:
-            builder = SparkSession.builder.enableHiveSupport()
-            for key, value in settings.items():
-                builder = builder.config(str(key), str(value))
-            spark = builder.getOrCreate()
+            spark = session_for_output({**output, "server_side_parameters": settings}, target)
             for statement in WORKLOAD:
                 spark.sql(statement).collect()
             pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
@@ -124,13 +120,7 @@ def write_archive(archive: Path, profiles_dir: Path, target: str = "local") -> i
 
 def _wait_for_exit(pid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while Path(f"/proc/{pid}").exists():
-        status = Path(f"/proc/{pid}/stat")
-        try:
-            if status.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                return
-        except OSError:
-            return
+    while _exists(pid):
         if time.monotonic() > deadline:
             raise KappaShopError(f"Spark's JVM (pid {pid}) did not exit in {timeout:.0f} s")
         time.sleep(0.2)
