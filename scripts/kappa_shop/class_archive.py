@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kappa_shop.cluster import _exists
+from kappa_shop.cluster import process_alive
 from kappa_shop.errors import KappaShopError
 from kappa_shop.spark import profile_output, session_for_output
 
@@ -120,7 +120,7 @@ def write_archive(archive: Path, profiles_dir: Path, target: str = "local") -> i
 
 def _wait_for_exit(pid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while _exists(pid):
+    while process_alive(pid):
         if time.monotonic() > deadline:
             raise KappaShopError(f"Spark's JVM (pid {pid}) did not exit in {timeout:.0f} s")
         time.sleep(0.2)

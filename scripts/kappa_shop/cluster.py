@@ -538,7 +538,7 @@ def _wait_for(
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _exists(int(component.pid or 0)):
+        if not process_alive(int(component.pid or 0)):
             raise KappaShopError(
                 f"the {component.name} exited while starting; the end of "
                 f"{settings.logs / component.log}:\n{_log_tail(settings.logs / component.log)}"
@@ -662,19 +662,20 @@ def _stop(pid: int, timeout: float) -> int:
         return 0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _exists(pid):
+        if not process_alive(pid):
             return 1
         time.sleep(0.2)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         return 1
-    while _exists(pid):
+    while process_alive(pid):
         time.sleep(0.1)
     return 1
 
 
-def _exists(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie does not: one of ours is reaped)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split()[2]
     except OSError:
