@@ -26,10 +26,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from kappa_shop.cluster import process_alive
 from kappa_shop.errors import KappaShopError
@@ -116,6 +119,47 @@ def write_archive(archive: Path, profiles_dir: Path, target: str = "local") -> i
     if not archive.is_file() or archive.stat().st_size == 0:
         raise KappaShopError(f"the JVM wrote no class archive to {archive}")
     return archive.stat().st_size
+
+
+# How the JVM's VM.info reports the class-data archives it mapped (the JDK's own, plus a
+# dynamic archive when it uses one): their address ranges and total size in bytes
+_MAPPED = re.compile(r"^CDS archive\(s\) mapped at: \[[^\]]*\), size (\d+)", re.M)
+
+
+def archive_status(spark: Any) -> tuple[str | None, bool | None]:
+    """The class archive that Spark's running JVM was started with (-XX:SharedArchiveFile),
+    and whether it maps it: None for either when there is none or it cannot be told.
+
+    The JVM says nothing when it cannot use an archive (the profile silences it), so this asks
+    it, through the JDK's `jcmd PID VM.info` (under a second): its report gives the total size
+    of the archives the JVM mapped, the JDK's own (some 13 MB) plus ours (about 200 MB) when
+    ours is in use. A Java without jcmd (a runtime, not a JDK) cannot tell."""
+    jvm = spark._jvm
+    runtime = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    named = [
+        str(argument).split("=", 1)[1]
+        for argument in runtime.getInputArguments()
+        if str(argument).startswith("-XX:SharedArchiveFile=")
+    ]
+    if not named:
+        return None, None
+    archive = named[-1]
+    jcmd = Path(str(jvm.java.lang.System.getProperty("java.home"))) / "bin" / "jcmd"
+    pid = str(jvm.java.lang.ProcessHandle.current().pid())
+    try:
+        report = subprocess.run(
+            [str(jcmd), pid, "VM.info"], capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return archive, None
+    if re.search(r"^CDS archive\(s\) not mapped", report, re.M):
+        return archive, False  # (the JVM turned class-data sharing off altogether)
+    mapped = _MAPPED.search(report)
+    if mapped is None:
+        return archive, None
+    if not Path(archive).is_file():
+        return archive, False
+    return archive, int(mapped[1]) >= Path(archive).stat().st_size
 
 
 def _wait_for_exit(pid: int, timeout: float) -> None:

@@ -481,6 +481,7 @@ def _check_target(project: object) -> int:
                 "`make setup` and set KAPPA_SHOP_HADOOP_JAR to the jar it builds)"
             )
         )
+        print(_class_archive_line(project.spark(), target))
     delta = delta_version(output.get("server_side_parameters") or {})
     if delta is not None:
         print(
@@ -494,6 +495,27 @@ def _check_target(project: object) -> int:
         + (f"holds {len(raw)} tables" if raw else "is empty or missing (nothing ingested yet)")
     )
     return 0
+
+
+def _class_archive_line(spark: object, target: str) -> str:
+    """Whether the embedded Spark maps its classes from the class archive (README, "A faster
+    start"): a JVM that cannot use it starts more slowly and says nothing."""
+    from kappa_shop.class_archive import ENVIRONMENT_VARIABLE, archive_status
+
+    archive, in_use = archive_status(spark)
+    if archive is None:
+        return (
+            f"ok: target {target!r}: Spark loads its classes from its jars ({ENVIRONMENT_VARIABLE}"
+            " is not set: no class archive, a slower start)"
+        )
+    if in_use:
+        return f"ok: target {target!r}: Spark maps its classes from the class archive {archive}"
+    if in_use is None:
+        return f"ok: target {target!r}: class archive {archive} (whether Java uses it is unknown)"
+    return (
+        f"note: target {target!r}: the class archive {archive} is not in use (missing, or written"
+        " for other jars or another Java): delete it and run `make setup` to write it again"
+    )
 
 
 def _cluster(arguments: argparse.Namespace, project: object) -> int:

@@ -13,16 +13,18 @@ from conftest import copy_project, run_in
 
 # A Spark session of the `local` target started in the project copy (the cwd), with the JVM
 # logging where each class came from to argv[1]; one statement, then the log is complete
-# enough to count.
+# enough to count; and what archive_status (`kappa-shop check`) makes of the running JVM.
 PROBE = """
 import sys
 from pathlib import Path
+from kappa_shop.class_archive import archive_status
 from kappa_shop.spark import profile_output, session_for_output
 output = profile_output(Path.cwd(), "local")
 settings = output["server_side_parameters"]
 settings["spark.driver.extraJavaOptions"] += f" -Xlog:class+load=info:file={sys.argv[1]}"
 spark = session_for_output(output, "local")
 print("rows", spark.sql("select count(*) as n from range(5)").collect()[0]["n"])
+print("status", *archive_status(spark))
 """
 
 
@@ -57,6 +59,8 @@ def test_spark_maps_its_classes_from_the_archive_setup_wrote(tmp_path):
     # Spark's classes came from the archive, few from the jars themselves
     assert counts["archive"] > 5000, counts
     assert counts["jar"] < counts["archive"] / 4, counts
+    # and the JVM's own report, which `kappa-shop check` reads, says so
+    assert f"status {archive} True" in result.stdout, result.stdout
 
 
 def test_a_jvm_that_cannot_use_the_archive_starts_as_usual_and_says_nothing(tmp_path):
@@ -75,5 +79,6 @@ def test_a_jvm_that_cannot_use_the_archive_starts_as_usual_and_says_nothing(tmp_
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "rows 5" in result.stdout
     assert _classes_by_source(log)["archive"] == 0
+    assert f"status {not_an_archive} False" in result.stdout, result.stdout
     # nothing about the archive on stderr (tests elsewhere assert one-line errors)
     assert not re.search(r"cds|shared archive|archive", result.stderr, re.I), result.stderr
