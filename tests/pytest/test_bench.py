@@ -20,6 +20,7 @@ EVENTS = 10_000
 STEPS = [
     "generate",
     "ingest base",
+    "ingest base alone",
     "dbt parse",
     "full refresh",
     "ingest plus_1pct",
@@ -61,6 +62,15 @@ def test_every_step_is_measured_in_order(bench):
     assert dbt_peak > 300
     assert "| incremental +1% / full refresh |" in stdout
     assert "| incremental with nothing new / full refresh (the fixed cost) |" in stdout
+
+
+def test_ingestion_alone_is_measured_in_a_process_with_a_small_driver(bench):
+    _, _, report = bench
+    alone = next(step for step in report["steps"] if step["name"] == "ingest base alone")
+    # the same records as the base (the step fails otherwise), in a process of its own
+    assert alone["detail"].startswith(f"{report['records']['base']:,} records, in a process")
+    # Spark's JVM was sampled, and it kept to its 1 GiB heap (plus the JVM's own memory)
+    assert 300 < alone["peak_rss_mib"] < 2500, alone
 
 
 def test_the_baselines_compute_the_same_tables(bench):
