@@ -207,25 +207,31 @@ def _ingest_alone(project: DbtProject, landing: Path, work_dir: Path, records: i
     a scratch directory (its own metastore and warehouse, removed afterwards); its peak
     resident memory is ingestion's alone. Fails unless it ingests exactly `records`."""
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="ingest-alone-", dir=work_dir) as scratch:
+    # (its output goes to a log: with a small driver Spark warns each time a cached partition
+    # spills to disk, which is what the cache is for)
+    log = work_dir / "ingest-alone.log"
+    with (
+        tempfile.TemporaryDirectory(prefix="ingest-alone-", dir=work_dir) as scratch,
+        log.open("w") as output_file,
+    ):
         process = subprocess.Popen(
             [sys.executable, "-m", "kappa_shop.bench", "--ingest-alone", str(landing),
              str(project.profiles_dir), project.target_name],
             cwd=scratch,
             env={**os.environ, "KAPPA_SHOP_DRIVER_MEMORY": ALONE_DRIVER_MEMORY},
-            stdout=subprocess.PIPE,
-            text=True,
+            stdout=output_file,
+            stderr=subprocess.STDOUT,
         )  # fmt: skip
         peak = 0
         while process.poll() is None:
             peak = max(peak, tree_rss(process.pid))
             time.sleep(0.2)
-        output = process.stdout.read() if process.stdout else ""
+    output = log.read_text(errors="replace")
     ingested = [line.split()[1] for line in output.splitlines() if line.startswith("ingested ")]
     if process.returncode != 0 or ingested != [str(records)]:
         raise KappaShopError(
             f"ingesting the base alone failed (exit {process.returncode}, ingested "
-            f"{ingested or 'nothing'} of {records:,} records)"
+            f"{ingested or 'nothing'} of {records:,} records; its log: {log})"
         )
     return Step(
         "ingest base alone",
@@ -247,7 +253,7 @@ def _ingest_alone_main(landing: Path, profiles_dir: Path, target: str) -> int:
     (Path.cwd() / "logs").mkdir()
     spark = session_for_output(profile_output(profiles_dir, target), target)
     report = ingest(spark, landing, ALONE_RAW_SCHEMA, progress=lambda _: None)
-    print(f"ingested {report.records}")
+    print(f"ingested {report.records}", flush=True)
     spark.stop()
     return 0
 

@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -145,6 +146,8 @@ def archive_status(spark: Any) -> tuple[str | None, bool | None]:
         return None, None
     archive = named[-1]
     jcmd = Path(str(jvm.java.lang.System.getProperty("java.home"))) / "bin" / "jcmd"
+    if not jcmd.is_file():  # a runtime without the JDK's tools: the JDK on PATH, if any
+        jcmd = Path(shutil.which("jcmd") or jcmd)
     pid = str(jvm.java.lang.ProcessHandle.current().pid())
     try:
         report = subprocess.run(
