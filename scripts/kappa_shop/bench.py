@@ -176,6 +176,17 @@ def plan_batches(manifest: dict[str, Any]) -> dict[str, list[int]]:
     return {"base": on_time, "plus_1pct": plain_group, "plus_1pct_late": late_group}
 
 
+def _run_sampled(command: list[str], **popen: Any) -> tuple[int, int]:
+    """Run `command` (subprocess.Popen's keyword arguments in `popen`) to its end; return its
+    exit status and the peak resident memory of it and its children, in bytes."""
+    process = subprocess.Popen(command, **popen)
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, tree_rss(process.pid))
+        time.sleep(0.2)
+    return process.returncode, peak
+
+
 def _generate(config: GeneratorConfig, log_dir: Path, say: Callable[[str], None]) -> Step:
     """Generate the log in a process of its own (reused when the same log is there)."""
     figures = log_dir.parent / f"{log_dir.name}.generated.json"
@@ -190,13 +201,9 @@ def _generate(config: GeneratorConfig, log_dir: Path, say: Callable[[str], None]
     for name, value in asdict(config).items():
         command += ["--" + name.replace("_", "-"), str(value)]
     started = time.monotonic()
-    process = subprocess.Popen(command)
-    peak = 0
-    while process.poll() is None:
-        peak = max(peak, tree_rss(process.pid))
-        time.sleep(0.2)
-    if process.returncode != 0:
-        raise KappaShopError(f"generating the benchmark log failed (exit {process.returncode})")
+    returncode, peak = _run_sampled(command)
+    if returncode != 0:
+        raise KappaShopError(f"generating the benchmark log failed (exit {returncode})")
     step = Step("generate", time.monotonic() - started, peak / 2**20)
     figures.write_text(json.dumps(asdict(step)))
     return step
@@ -214,7 +221,7 @@ def _ingest_alone(project: DbtProject, landing: Path, work_dir: Path, records: i
         tempfile.TemporaryDirectory(prefix="ingest-alone-", dir=work_dir) as scratch,
         log.open("w") as output_file,
     ):
-        process = subprocess.Popen(
+        returncode, peak = _run_sampled(
             [sys.executable, "-m", "kappa_shop.bench", "--ingest-alone", str(landing),
              str(project.profiles_dir), project.target_name],
             cwd=scratch,
@@ -222,15 +229,11 @@ def _ingest_alone(project: DbtProject, landing: Path, work_dir: Path, records: i
             stdout=output_file,
             stderr=subprocess.STDOUT,
         )  # fmt: skip
-        peak = 0
-        while process.poll() is None:
-            peak = max(peak, tree_rss(process.pid))
-            time.sleep(0.2)
     output = log.read_text(errors="replace")
     ingested = [line.split()[1] for line in output.splitlines() if line.startswith("ingested ")]
-    if process.returncode != 0 or ingested != [str(records)]:
+    if returncode != 0 or ingested != [str(records)]:
         raise KappaShopError(
-            f"ingesting the base alone failed (exit {process.returncode}, ingested "
+            f"ingesting the base alone failed (exit {returncode}, ingested "
             f"{ingested or 'nothing'} of {records:,} records; its log: {log})"
         )
     return Step(
@@ -247,10 +250,9 @@ def _ingest_alone_main(landing: Path, profiles_dir: Path, target: str) -> int:
     with the target's settings (the driver memory from KAPPA_SHOP_DRIVER_MEMORY), its
     metastore and warehouse here, `conf` and `logs` as in the project."""
     from kappa_shop.ingest import ingest
-    from kappa_shop.spark import profile_output, session_for_output
+    from kappa_shop.spark import prepare_scratch_directory, profile_output, session_for_output
 
-    (Path.cwd() / "conf").symlink_to(profiles_dir.resolve() / "conf")
-    (Path.cwd() / "logs").mkdir()
+    prepare_scratch_directory(Path.cwd(), profiles_dir)
     spark = session_for_output(profile_output(profiles_dir, target), target)
     report = ingest(spark, landing, ALONE_RAW_SCHEMA, progress=lambda _: None)
     print(f"ingested {report.records}", flush=True)

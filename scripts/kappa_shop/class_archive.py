@@ -37,7 +37,7 @@ from typing import Any
 
 from kappa_shop.cluster import process_alive
 from kappa_shop.errors import KappaShopError
-from kappa_shop.spark import profile_output, session_for_output
+from kappa_shop.spark import prepare_scratch_directory, profile_output, session_for_output
 
 ENVIRONMENT_VARIABLE = "KAPPA_SHOP_CLASS_ARCHIVE"
 # Statements of the kinds dbt's materializations and our macros run, so that the classes they
@@ -100,11 +100,9 @@ def write_archive(archive: Path, profiles_dir: Path, target: str = "local") -> i
     archive.unlink(missing_ok=True)
     previous = Path.cwd()
     with tempfile.TemporaryDirectory(prefix="kappa-shop-class-archive-") as scratch:
-        # the warm-up's own metastore and warehouse; the profile's relative paths (conf/ for
-        # log4j, logs/ for Derby's log) resolve as in the project
+        # the warm-up's own metastore and warehouse
         os.chdir(scratch)
-        (Path(scratch) / "conf").symlink_to(profiles_dir.resolve() / "conf")
-        (Path(scratch) / "logs").mkdir()
+        prepare_scratch_directory(Path(scratch), profiles_dir)
         try:
             spark = session_for_output({**output, "server_side_parameters": settings}, target)
             for statement in WORKLOAD:

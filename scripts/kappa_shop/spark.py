@@ -122,6 +122,14 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
         raise KappaShopError(f"target {target!r} needs Delta Lake {delta}: {reason}") from error
 
 
+def prepare_scratch_directory(directory: Path, profiles_dir: Path) -> None:
+    """Make `directory` a place an embedded Spark of the project can run in with a metastore
+    and warehouse of its own: the profile's relative paths (conf/ for log4j, logs/ for
+    Derby's log) resolve there as in the project."""
+    (directory / "conf").symlink_to(profiles_dir.resolve() / "conf")
+    (directory / "logs").mkdir()
+
+
 def check_class_path(class_path: str, target: str) -> None:
     """Refuse, in one line, a driver class path entry that is not there: the embedded targets
     put the jar of java/ on it (KAPPA_SHOP_HADOOP_JAR, built by `make setup`), whose file
