@@ -1,4 +1,5 @@
 # The two commands: `make run` and `make test`. Both create the virtualenv on first use.
+# (`make test-cluster` runs the cluster tests, which `make test` leaves out: README, "Tests".)
 # Everything runs from this directory; Spark's metastore and warehouse live here (git-ignored).
 
 PYTHON ?= python3.11
@@ -15,11 +16,11 @@ export SPARK_CONF_DIR ?= $(CURDIR)/conf
 export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
 
 .DEFAULT_GOAL := help
-.PHONY: help setup check browser run test lint parse docs-check lineage pytest verify docs-serve \
-	bench slim-ci dbt clean distclean lock
+.PHONY: help setup check browser run test test-cluster lint parse docs-check lineage pytest verify \
+	docs-serve bench slim-ci dbt clean distclean lock
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 $(STAMP): constraints.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || \
@@ -73,7 +74,7 @@ check: setup ## check the machine: Java 17 for Spark
 run: check ## load the sample log, dbt build, dbt docs generate, print a summary
 	$(BIN)/kappa-shop build
 
-test: check browser lint parse docs-check pytest ## lint, dbt parse, docs coverage and lineage, pytest
+test: check browser lint parse docs-check pytest ## lint, dbt parse, docs coverage and lineage, pytest (all but the cluster tests)
 
 # The docs-site test opens the generated docs in Debian's Chromium (a downloaded browser cannot
 # run here). Installed from Debian's packages when missing (as root, or through sudo).
@@ -100,8 +101,11 @@ docs-check: parse ## fail on anything undocumented, or a lineage picture that is
 lineage: parse ## redraw docs/lineage.svg (the README's picture of the DAG) from the manifest
 	$(BIN)/kappa-shop lineage
 
-pytest: setup ## the pytest suite: builds the project on a real Spark session
-	$(BIN)/pytest
+pytest: setup ## the pytest suite but the cluster tests: builds the project on a real Spark session
+	$(BIN)/pytest -m "not cluster"
+
+test-cluster: check ## the cluster tests: a Spark cluster on 127.0.0.1, the proof on it, stopped
+	$(BIN)/pytest -m cluster
 
 SEEDS  ?= 1,2,3
 EVENTS ?= 3000

@@ -26,7 +26,8 @@ from conftest import SMALL_PROOF, copy_project, subprocess_environment
 
 from kappa_shop.warehouse import SessionWarehouse, Warehouse, checksums, open_thrift, table_names
 
-pytestmark = pytest.mark.spark
+# (`make test-cluster` runs this module; `make test` leaves it out: README, "Tests")
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 # columns that hold wall-clock times (of ingestion, of a ledger entry): the one thing two runs
 # over the same log do not share
