@@ -89,6 +89,14 @@ class Step:
     detail: str = ""
     # for a dbt step: its models' own wall times, slowest first (where the time went)
     models: dict[str, float] = field(default_factory=dict)
+    # CPU time (user and system) of the step's processes: this one and Spark's JVM, or the
+    # step's own process and its children
+    cpu_seconds: float | None = None
+    # the share of all the machine's cores busy during the step (any process), 0..1
+    machine_busy: float | None = None
+    # what the JVM's just-in-time compilers spent compiling during the step (their threads'
+    # elapsed time, summed), for the steps in this process's JVM
+    jit_seconds: float | None = None
 
 
 @dataclass
@@ -131,26 +139,58 @@ class MemorySampler:
             self.peak = max(self.peak, tree_rss(self.root_pid))
 
 
-def tree_rss(root_pid: int) -> int:
-    """Resident bytes of a process and all its descendants, from /proc."""
+def _process_tree(root_pid: int) -> dict[int, list[str]]:
+    """The /proc stat fields (from the state on: field 3 is index 0) and, last, the resident
+    pages of a process and all its live descendants, by process id."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    found: dict[int, list[str]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            pages = int((entry / "statm").read_text().split()[1])
+            pages = (entry / "statm").read_text().split()[1]
         except (OSError, IndexError, ValueError):
             continue
         children.setdefault(int(stat[1]), []).append(int(entry.name))
-        rss[int(entry.name)] = pages * os.sysconf("SC_PAGE_SIZE")
-    total, stack = 0, [root_pid]
+        found[int(entry.name)] = [*stat, pages]
+    tree, stack = {}, [root_pid]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        if pid in found:
+            tree[pid] = found[pid]
         stack.extend(children.get(pid, []))
-    return total
+    return tree
+
+
+def tree_rss(root_pid: int) -> int:
+    """Resident bytes of a process and all its descendants, from /proc."""
+    return _resident_bytes(_process_tree(root_pid))
+
+
+def _resident_bytes(tree: dict[int, list[str]]) -> int:
+    return sum(int(fields[-1]) for fields in tree.values()) * os.sysconf("SC_PAGE_SIZE")
+
+
+def tree_cpu_seconds(root_pid: int) -> float:
+    """CPU time (user and system) of a process and all its live descendants, each with what it
+    collected from its children that have exited (utime, stime, cutime, cstime), from /proc."""
+    tree = _process_tree(root_pid)
+    ticks = sum(sum(int(value) for value in fields[11:15]) for fields in tree.values())
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu_ticks() -> tuple[int, int]:
+    """(busy, total) clock ticks of all the machine's cores since boot, from /proc/stat."""
+    values = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
+    idle = values[3] + values[4]  # idle, iowait
+    return sum(values) - idle, sum(values)
+
+
+def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+    """The share of the machine's CPU time that was busy between two machine_cpu_ticks()."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else None
 
 
 def plan_batches(manifest: dict[str, Any]) -> dict[str, list[int]]:
@@ -176,15 +216,22 @@ def plan_batches(manifest: dict[str, Any]) -> dict[str, list[int]]:
     return {"base": on_time, "plus_1pct": plain_group, "plus_1pct_late": late_group}
 
 
-def _run_sampled(command: list[str], **popen: Any) -> tuple[int, int]:
+def _run_sampled(command: list[str], **popen: Any) -> tuple[int, int, float]:
     """Run `command` (subprocess.Popen's keyword arguments in `popen`) to its end; return its
-    exit status and the peak resident memory of it and its children, in bytes."""
+    exit status, the peak resident memory of it and its descendants in bytes, and their CPU
+    time in seconds: each process's own (utime, stime) as last seen, sampled every 0.2 s
+    like the memory (a process that is not waited for, such as PySpark's JVM when its Python
+    process ends, passes its time to no one), so up to 0.2 s of each one's end is missed."""
     process = subprocess.Popen(command, **popen)
     peak = 0
+    ticks: dict[int, int] = {}
     while process.poll() is None:
-        peak = max(peak, tree_rss(process.pid))
+        tree = _process_tree(process.pid)
+        peak = max(peak, _resident_bytes(tree))
+        for pid, fields in tree.items():
+            ticks[pid] = max(ticks.get(pid, 0), int(fields[11]) + int(fields[12]))
         time.sleep(0.2)
-    return process.returncode, peak
+    return process.returncode, peak, sum(ticks.values()) / os.sysconf("SC_CLK_TCK")
 
 
 def _generate(config: GeneratorConfig, log_dir: Path, say: Callable[[str], None]) -> Step:
@@ -200,11 +247,17 @@ def _generate(config: GeneratorConfig, log_dir: Path, say: Callable[[str], None]
     command = [sys.executable, "-m", "kappa_shop", "generate", "--out", str(log_dir)]
     for name, value in asdict(config).items():
         command += ["--" + name.replace("_", "-"), str(value)]
-    started = time.monotonic()
-    returncode, peak = _run_sampled(command)
+    started, machine = time.monotonic(), machine_cpu_ticks()
+    returncode, peak, cpu = _run_sampled(command)
     if returncode != 0:
         raise KappaShopError(f"generating the benchmark log failed (exit {returncode})")
-    step = Step("generate", time.monotonic() - started, peak / 2**20)
+    step = Step(
+        "generate",
+        time.monotonic() - started,
+        peak / 2**20,
+        cpu_seconds=cpu,
+        machine_busy=busy_share(machine, machine_cpu_ticks()),
+    )
     figures.write_text(json.dumps(asdict(step)))
     return step
 
@@ -213,7 +266,7 @@ def _ingest_alone(project: DbtProject, landing: Path, work_dir: Path, records: i
     """Ingest the landing zone in a process of its own with an ALONE_DRIVER_MEMORY driver, in
     a scratch directory (its own metastore and warehouse, removed afterwards); its peak
     resident memory is ingestion's alone. Fails unless it ingests exactly `records`."""
-    started = time.monotonic()
+    started, machine = time.monotonic(), machine_cpu_ticks()
     # (its output goes to a log: with a small driver Spark warns each time a cached partition
     # spills to disk, which is what the cache is for)
     log = work_dir / "ingest-alone.log"
@@ -221,7 +274,7 @@ def _ingest_alone(project: DbtProject, landing: Path, work_dir: Path, records: i
         tempfile.TemporaryDirectory(prefix="ingest-alone-", dir=work_dir) as scratch,
         log.open("w") as output_file,
     ):
-        returncode, peak = _run_sampled(
+        returncode, peak, cpu = _run_sampled(
             [sys.executable, "-m", "kappa_shop.bench", "--ingest-alone", str(landing),
              str(project.profiles_dir), project.target_name],
             cwd=scratch,
@@ -242,6 +295,8 @@ def _ingest_alone(project: DbtProject, landing: Path, work_dir: Path, records: i
         peak / 2**20,
         f"{records:,} records, in a process of its own with a {ALONE_DRIVER_MEMORY} driver "
         "(Spark's start included)",
+        cpu_seconds=cpu,
+        machine_busy=busy_share(machine, machine_cpu_ticks()),
     )
 
 
@@ -302,6 +357,11 @@ def run_bench(
     not_baseline = ("--exclude", MICROBATCH_MODEL)
     spark = project.spark()
     warehouse = project.warehouse()
+    compilers = spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
+
+    def compiling() -> float:
+        """Seconds the JVM's JIT compilers have spent compiling since it started."""
+        return compilers.getTotalCompilationTime() / 1000
 
     with MemorySampler(os.getpid()) as memory:
 
@@ -310,10 +370,22 @@ def run_bench(
             say(f"bench: {name} ...")
             memory.reset()
             models: dict[str, float] = {}
+            cpu, machine, jit = tree_cpu_seconds(os.getpid()), machine_cpu_ticks(), compiling()
             started = time.monotonic()
             yield models
             seconds = time.monotonic() - started
-            report.steps.append(Step(name, seconds, memory.peak / 2**20, detail, models))
+            report.steps.append(
+                Step(
+                    name,
+                    seconds,
+                    memory.peak / 2**20,
+                    detail,
+                    models,
+                    cpu_seconds=tree_cpu_seconds(os.getpid()) - cpu,
+                    machine_busy=busy_share(machine, machine_cpu_ticks()),
+                    jit_seconds=compiling() - jit,
+                )
+            )
             say(f"bench: {name} took {seconds:.1f} s (peak {memory.peak / 2**20:,.0f} MiB)")
 
         def dbt_run(models: dict[str, float], *arguments: str) -> None:
@@ -470,13 +542,27 @@ def format_report(report: BenchReport) -> str:
         f"{report.machine['memory_gib']} GiB, PySpark {report.machine['pyspark']}, "
         f"target {report.machine['target']})",
         "",
-        "| step | wall time (s) | peak memory (MiB) | what |",
-        "|---|---:|---:|---|",
+        "| step | wall time (s) | CPU time (s) | cores busy | JIT compiling (s) "
+        "| peak memory (MiB) | what |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
+
+    def figure(value: float | None, form: str) -> str:
+        return "" if value is None else format(value, form)
+
     for item in report.steps:
         lines.append(
-            f"| {item.name} | {item.seconds:,.1f} | {item.peak_rss_mib:,.0f} | {item.detail} |"
+            f"| {item.name} | {item.seconds:,.1f} | {figure(item.cpu_seconds, ',.1f')} "
+            f"| {figure(item.machine_busy, '.0%')} | {figure(item.jit_seconds, ',.1f')} "
+            f"| {item.peak_rss_mib:,.0f} | {item.detail} |"
         )
+    lines += [
+        "",
+        "CPU time: the step's processes (this one and Spark's JVM; for the generator and the "
+        "ingestion alone, their own); cores busy: the share of all the machine's cores in use "
+        "during the step, by any process; JIT compiling: what the JVM's just-in-time compilers "
+        "spent compiling during the step (elapsed time, summed over their threads).",
+    ]
     base = report.records["base"]
     ratios = [
         ("full refresh, events per second", f"{base / full:,.0f}", ""),

@@ -64,6 +64,27 @@ def test_every_step_is_measured_in_order(bench):
     assert "| incremental with nothing new / full refresh (the fixed cost) |" in stdout
 
 
+def test_every_step_has_its_cpu_time_and_the_jvm_steps_their_compiling(bench):
+    _, stdout, report = bench
+    cores = int(report["machine"]["cpus"])
+    for step in report["steps"]:
+        # no more CPU time than the machine's cores could give in the wall time, and most of
+        # a step is CPU (Spark's JVM, or the generator, working; a process whose time went
+        # uncounted, as the JVM of the ingestion alone once did, shows a fraction of it)
+        assert (
+            step["seconds"] * 0.2 <= step["cpu_seconds"] <= step["seconds"] * cores * 1.05 + 0.5
+        ), step
+        assert 0 < step["machine_busy"] <= 1, step
+        if step["name"] in ("generate", "ingest base alone"):  # processes of their own
+            assert step["jit_seconds"] is None, step
+        else:
+            assert step["jit_seconds"] >= 0, step
+    # a full refresh plans and generates code for every model: the JIT compiles some of it
+    full = next(step for step in report["steps"] if step["name"] == "full refresh")
+    assert full["jit_seconds"] > 0, full
+    assert "| step | wall time (s) | CPU time (s) | cores busy | JIT compiling (s) |" in stdout
+
+
 def test_ingestion_alone_is_measured_in_a_process_with_a_small_driver(bench):
     _, _, report = bench
     alone = next(step for step in report["steps"] if step["name"] == "ingest base alone")
