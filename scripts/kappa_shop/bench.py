@@ -26,6 +26,13 @@ heap grows towards what the driver setting allows (8 GiB) and keeps it, so its f
 what it took, not what ingestion needs: the base is also ingested a second time in a process
 of its own with a 1 GiB driver, into a scratch metastore and warehouse (`ingest base alone`),
 whose peak is ingestion's memory alone at that scale.
+
+`--successive N` (run_successive) measures something else on the same log: a base of every
+on-time batch but the last N% of the records, a full refresh, then N incremental runs of 1%
+each one after another in the same JVM, and one with nothing new. It shows how much of an
+incremental run is the JVM warming up (compiling the code of statements it has not run yet):
+each `dbt run` on the local target starts a JVM of its own, a long-lived one (the cluster
+target's Thrift Server) keeps its compiled code from run to run.
 """
 
 from __future__ import annotations
@@ -198,22 +205,39 @@ def plan_batches(manifest: dict[str, Any]) -> dict[str, list[int]]:
     batches = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
     stragglers = max(batches)
     on_time = sorted(number for number in batches if number != stragglers)
-    total = sum(batches.values())
-    late_group = [stragglers]
-    taken = batches[stragglers]
-    while on_time and taken < INCREMENT * total:
-        number = on_time.pop()
-        late_group.insert(0, number)
-        taken += batches[number]
-    plain_group: list[int] = []
-    taken = 0
-    while on_time and taken < INCREMENT * total:
-        number = on_time.pop()
-        plain_group.insert(0, number)
-        taken += batches[number]
+    share = INCREMENT * sum(batches.values())
+    late_group = [*_take_last(on_time, batches, share, batches[stragglers]), stragglers]
+    plain_group = _take_last(on_time, batches, share)
     if not on_time:
         raise KappaShopError("the log is too small to split into a base and two 1% steps")
     return {"base": on_time, "plus_1pct": plain_group, "plus_1pct_late": late_group}
+
+
+def plan_successive(manifest: dict[str, Any], runs: int) -> dict[str, list[int]]:
+    """Split the on-time arrival batches into a base and `runs` groups of about 1% of the
+    records each, in arrival order (the stragglers batch, the held-back late events, is left
+    out: every run here is on time)."""
+    batches = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
+    on_time = sorted(number for number in batches if number != max(batches))
+    share = INCREMENT * sum(batches.values())
+    groups = [_take_last(on_time, batches, share) for _ in range(runs)]
+    if not on_time:
+        raise KappaShopError(f"the log is too small to split into a base and {runs} 1% steps")
+    runs_in_order = {f"run {number}": group for number, group in enumerate(groups[::-1], 1)}
+    return {"base": on_time, **runs_in_order}
+
+
+def _take_last(
+    on_time: list[int], batches: dict[int, int], share: float, taken: int = 0
+) -> list[int]:
+    """Take batches off the end of `on_time` until they (with `taken` records already) hold
+    `share` records; return them in arrival order."""
+    group: list[int] = []
+    while on_time and taken < share:
+        number = on_time.pop()
+        group.insert(0, number)
+        taken += batches[number]
+    return group
 
 
 def _run_sampled(command: list[str], **popen: Any) -> tuple[int, int, float]:
@@ -323,104 +347,34 @@ def run_bench(
     say: Callable[[str], None] = print,
 ) -> BenchReport:
     """Run every step at `events` and return the figures (see the module docstring)."""
-    from kappa_shop.ingest import ingest
-    from kappa_shop.landing import deliver
-
-    if events < 10_000:
-        raise KappaShopError(f"--events must be at least 10000 for the benchmark (got {events})")
-    if project.output.get("method") != "session":
-        raise KappaShopError(
-            f"bench runs on an embedded-Spark target (method: session), not on "
-            f"{project.target_name!r}: the hand-written baseline reads the raw tables from the "
-            "SparkSession that ingests them"
-        )
-    config = bench_log_config(events, seed)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    log_dir = work_dir / f"log-{events}-{seed}"
-    generated = _generate(config, log_dir, say)
-    manifest = read_manifest(log_dir)
+    log_dir, manifest, generated = _prepare_log(project, events, work_dir, seed, say)
     plan = plan_batches(manifest)
-    records = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
-    group_records = {name: sum(records[b] for b in batches) for name, batches in plan.items()}
     held_back = manifest["lateness_of_late_events"].get("held_back", 0)
-    report = BenchReport(
-        events=manifest["totals"]["valid"],
-        records={**group_records, "held_back_late": held_back},
-        machine=_machine(project),
-    )
-    report.steps.append(generated)
-
-    landing = work_dir / f"landing-{events}-{seed}"
     schema = project.schema
-    _start_clean(project, landing)
-    variables = ("--vars", json.dumps({"raw_schema": project.raw_schema, **BASELINE_VARS}))
-    not_baseline = ("--exclude", MICROBATCH_MODEL)
-    spark = project.spark()
-    warehouse = project.warehouse()
-    compilers = spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
-
-    def compiling() -> float:
-        """Seconds the JVM's JIT compilers have spent compiling since it started."""
-        return compilers.getTotalCompilationTime() / 1000
-
-    with MemorySampler(os.getpid()) as memory:
-
-        @contextmanager
-        def step(name: str, detail: str = "") -> Iterator[dict[str, float]]:
-            say(f"bench: {name} ...")
-            memory.reset()
-            models: dict[str, float] = {}
-            cpu, machine, jit = tree_cpu_seconds(os.getpid()), machine_cpu_ticks(), compiling()
-            started = time.monotonic()
-            yield models
-            seconds = time.monotonic() - started
-            report.steps.append(
-                Step(
-                    name,
-                    seconds,
-                    memory.peak / 2**20,
-                    detail,
-                    models,
-                    cpu_seconds=tree_cpu_seconds(os.getpid()) - cpu,
-                    machine_busy=busy_share(machine, machine_cpu_ticks()),
-                    jit_seconds=compiling() - jit,
-                )
-            )
-            say(f"bench: {name} took {seconds:.1f} s (peak {memory.peak / 2**20:,.0f} MiB)")
-
-        def dbt_run(models: dict[str, float], *arguments: str) -> None:
-            """Run dbt and keep each model's own wall time (dbt's run results)."""
-            result = project.invoke("run", *variables, *arguments, "--quiet")
-            timings = {
-                item.node.name: float(item.execution_time)
-                for item in result.results
-                if item.node.resource_type == "model"
-            }
-            models.update(sorted(timings.items(), key=lambda item: -item[1]))
-
-        def land_and_ingest(group: str) -> None:
-            deliver(log_dir, landing, plan[group])
-            with step(f"ingest {group}", f"{group_records[group]:,} records"):
-                ingest(spark, landing, project.raw_schema, progress=lambda _: None,
-                       warehouse=warehouse)  # fmt: skip
-
-        land_and_ingest("base")
+    landing = work_dir / f"landing-{events}-{seed}"
+    extra = {"held_back_late": held_back}
+    with _Recorder(project, manifest, plan, log_dir, landing, say, extra) as recorder:
+        report, step, dbt_run = recorder.report, recorder.step, recorder.dbt_run
+        report.steps.append(generated)
+        spark, warehouse, variables = recorder.spark, recorder.warehouse, recorder.variables
+        not_baseline = ("--exclude", MICROBATCH_MODEL)
+        recorder.land_and_ingest("base")
         say("bench: ingest base alone ...")
-        alone = _ingest_alone(project, landing, work_dir, group_records["base"])
+        alone = _ingest_alone(project, recorder.landing, work_dir, report.records["base"])
         report.steps.append(alone)
         peak = f"{alone.peak_rss_mib:,.0f}"
         say(f"bench: ingest base alone took {alone.seconds:.1f} s (peak {peak} MiB)")
         with step("dbt parse"):
             project.invoke("parse", *variables, "--quiet")
-        with step("full refresh", f"all models, {group_records['base']:,} records") as models:
+        with step("full refresh", f"all models, {report.records['base']:,} records") as models:
             dbt_run(models, *not_baseline, "--full-refresh")
-        land_and_ingest("plus_1pct")
-        with step("incremental +1%", f"{group_records['plus_1pct']:,} new records") as models:
+        recorder.land_and_ingest("plus_1pct")
+        with step("incremental +1%", f"{report.records['plus_1pct']:,} new records") as models:
             dbt_run(models, *not_baseline)
-        land_and_ingest("plus_1pct_late")
+        recorder.land_and_ingest("plus_1pct_late")
         with step(
             "incremental +1% late",
-            f"{group_records['plus_1pct_late']:,} new records, {held_back:,} up to "
+            f"{report.records['plus_1pct_late']:,} new records, {held_back:,} up to "
             f"{LATE_DAYS:g} days late",
         ) as models:
             dbt_run(models, *not_baseline)
@@ -461,6 +415,153 @@ def run_bench(
             "orders_shipped_count, orders_cancelled_count, revenue, paying_customer_count",
         )  # fmt: skip
     return report
+
+
+def run_successive(
+    project: DbtProject,
+    events: int,
+    work_dir: Path,
+    runs: int,
+    seed: int = 7,
+    say: Callable[[str], None] = print,
+) -> BenchReport:
+    """`bench --successive RUNS`: the same log, a base of all but the last RUNS% of the
+    on-time records, a full refresh, then RUNS incremental runs of 1% each one after another
+    in the same JVM, and one with nothing new: what an incremental run costs as the JVM warms
+    up (each `dbt run` on the local target starts a JVM of its own; a long-lived one, such as
+    the cluster target's Thrift Server, keeps its compiled code from run to run)."""
+    if runs < 1:
+        raise KappaShopError(f"--successive must be at least 1 (got {runs})")
+    log_dir, manifest, generated = _prepare_log(project, events, work_dir, seed, say)
+    plan = plan_successive(manifest, runs)
+    landing = work_dir / f"landing-successive-{events}-{seed}"
+    with _Recorder(project, manifest, plan, log_dir, landing, say) as recorder:
+        report, step, dbt_run = recorder.report, recorder.step, recorder.dbt_run
+        report.steps.append(generated)
+        not_baseline = ("--exclude", MICROBATCH_MODEL)
+        recorder.land_and_ingest("base")
+        with step("dbt parse"):
+            project.invoke("parse", *recorder.variables, "--quiet")
+        with step("full refresh", f"all models, {report.records['base']:,} records") as models:
+            dbt_run(models, *not_baseline, "--full-refresh")
+        for number in range(1, runs + 1):
+            group = f"run {number}"
+            recorder.land_and_ingest(group)
+            with step(f"incremental {group}", f"{report.records[group]:,} new records") as models:
+                dbt_run(models, *not_baseline)
+        with step(
+            "incremental, nothing new", "no new records: the fixed cost of a run (the floor)"
+        ) as models:
+            dbt_run(models, *not_baseline)
+    return report
+
+
+def _prepare_log(
+    project: DbtProject, events: int, work_dir: Path, seed: int, say: Callable[[str], None]
+) -> tuple[Path, dict[str, Any], Step]:
+    """Check the arguments and the target; generate the log (or reuse it): its directory, its
+    manifest and the generator's step."""
+    if events < 10_000:
+        raise KappaShopError(f"--events must be at least 10000 for the benchmark (got {events})")
+    if project.output.get("method") != "session":
+        raise KappaShopError(
+            f"bench runs on an embedded-Spark target (method: session), not on "
+            f"{project.target_name!r}: the hand-written baseline reads the raw tables from the "
+            "SparkSession that ingests them"
+        )
+    work_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = work_dir / f"log-{events}-{seed}"
+    generated = _generate(bench_log_config(events, seed), log_dir, say)
+    return log_dir, read_manifest(log_dir), generated
+
+
+class _Recorder:
+    """A benchmark's measuring, in this process with one SparkSession: each step's wall time,
+    peak memory, CPU time, the machine's busy share and the JVM's compiling (`step`); dbt runs
+    with each model's own time (`dbt_run`); a group of arrival batches landed and ingested
+    (`land_and_ingest`). Entered, it starts from nothing (_start_clean) and samples memory."""
+
+    def __init__(
+        self,
+        project: DbtProject,
+        manifest: dict[str, Any],
+        plan: dict[str, list[int]],
+        log_dir: Path,
+        landing: Path,
+        say: Callable[[str], None],
+        extra_records: dict[str, int] | None = None,
+    ) -> None:
+        records = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
+        self.project, self.plan, self.log_dir = project, plan, log_dir
+        self.landing, self.say = landing, say
+        self.report = BenchReport(
+            events=manifest["totals"]["valid"],
+            records={name: sum(records[b] for b in group) for name, group in plan.items()}
+            | (extra_records or {}),
+            machine=_machine(project),
+        )
+        self.variables = ("--vars", json.dumps({"raw_schema": project.raw_schema, **BASELINE_VARS}))
+        self.memory = MemorySampler(os.getpid())
+
+    def __enter__(self) -> _Recorder:
+        _start_clean(self.project, self.landing)
+        self.spark = self.project.spark()
+        self.warehouse = self.project.warehouse()
+        self.compilers = (
+            self.spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
+        )
+        self.memory.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.memory.__exit__(*exc)
+
+    def compiling(self) -> float:
+        """Seconds the JVM's JIT compilers have spent compiling since it started."""
+        return self.compilers.getTotalCompilationTime() / 1000
+
+    @contextmanager
+    def step(self, name: str, detail: str = "") -> Iterator[dict[str, float]]:
+        self.say(f"bench: {name} ...")
+        self.memory.reset()
+        models: dict[str, float] = {}
+        cpu, machine, jit = tree_cpu_seconds(os.getpid()), machine_cpu_ticks(), self.compiling()
+        started = time.monotonic()
+        yield models
+        seconds = time.monotonic() - started
+        peak = self.memory.peak / 2**20
+        self.report.steps.append(
+            Step(
+                name,
+                seconds,
+                peak,
+                detail,
+                models,
+                cpu_seconds=tree_cpu_seconds(os.getpid()) - cpu,
+                machine_busy=busy_share(machine, machine_cpu_ticks()),
+                jit_seconds=self.compiling() - jit,
+            )
+        )
+        self.say(f"bench: {name} took {seconds:.1f} s (peak {peak:,.0f} MiB)")
+
+    def dbt_run(self, models: dict[str, float], *arguments: str) -> None:
+        """Run dbt and keep each model's own wall time (dbt's run results)."""
+        result = self.project.invoke("run", *self.variables, *arguments, "--quiet")
+        timings = {
+            item.node.name: float(item.execution_time)
+            for item in result.results
+            if item.node.resource_type == "model"
+        }
+        models.update(sorted(timings.items(), key=lambda item: -item[1]))
+
+    def land_and_ingest(self, group: str) -> None:
+        from kappa_shop.ingest import ingest
+        from kappa_shop.landing import deliver
+
+        deliver(self.log_dir, self.landing, self.plan[group])
+        with self.step(f"ingest {group}", f"{self.report.records[group]:,} records"):
+            ingest(self.spark, self.landing, self.project.raw_schema, progress=lambda _: None,
+                   warehouse=self.warehouse)  # fmt: skip
 
 
 def _start_clean(project: DbtProject, landing: Path) -> None:
@@ -537,32 +638,7 @@ def format_report(report: BenchReport) -> str:
     backfill = report.seconds("backfill 30 days: dbt microbatch") / report.seconds(
         "backfill 30 days: exact_incremental"
     )
-    lines = [
-        f"Benchmark at {report.events:,} events ({report.machine['cpus']} cores, "
-        f"{report.machine['memory_gib']} GiB, PySpark {report.machine['pyspark']}, "
-        f"target {report.machine['target']})",
-        "",
-        "| step | wall time (s) | CPU time (s) | cores busy | JIT compiling (s) "
-        "| peak memory (MiB) | what |",
-        "|---|---:|---:|---:|---:|---:|---|",
-    ]
-
-    def figure(value: float | None, form: str) -> str:
-        return "" if value is None else format(value, form)
-
-    for item in report.steps:
-        lines.append(
-            f"| {item.name} | {item.seconds:,.1f} | {figure(item.cpu_seconds, ',.1f')} "
-            f"| {figure(item.machine_busy, '.0%')} | {figure(item.jit_seconds, ',.1f')} "
-            f"| {item.peak_rss_mib:,.0f} | {item.detail} |"
-        )
-    lines += [
-        "",
-        "CPU time: the step's processes (this one and Spark's JVM; for the generator and the "
-        "ingestion alone, their own); cores busy: the share of all the machine's cores in use "
-        "during the step, by any process; JIT compiling: what the JVM's just-in-time compilers "
-        "spent compiling during the step (elapsed time, summed over their threads).",
-    ]
+    lines = _step_table(report)
     base = report.records["base"]
     ratios = [
         ("full refresh, events per second", f"{base / full:,.0f}", ""),
@@ -600,6 +676,59 @@ def format_report(report: BenchReport) -> str:
     return "\n".join(lines)
 
 
+def _step_table(report: BenchReport) -> list[str]:
+    """The heading line and every step's figures, with what the columns mean."""
+    lines = [
+        f"Benchmark at {report.events:,} events ({report.machine['cpus']} cores, "
+        f"{report.machine['memory_gib']} GiB, PySpark {report.machine['pyspark']}, "
+        f"target {report.machine['target']})",
+        "",
+        "| step | wall time (s) | CPU time (s) | cores busy | JIT compiling (s) "
+        "| peak memory (MiB) | what |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+
+    def figure(value: float | None, form: str) -> str:
+        return "" if value is None else format(value, form)
+
+    for item in report.steps:
+        lines.append(
+            f"| {item.name} | {item.seconds:,.1f} | {figure(item.cpu_seconds, ',.1f')} "
+            f"| {figure(item.machine_busy, '.0%')} | {figure(item.jit_seconds, ',.1f')} "
+            f"| {item.peak_rss_mib:,.0f} | {item.detail} |"
+        )
+    return [
+        *lines,
+        "",
+        "CPU time: the step's processes (this one and Spark's JVM; for the generator and the "
+        "ingestion alone, their own); cores busy: the share of all the machine's cores in use "
+        "during the step, by any process; JIT compiling: what the JVM's just-in-time compilers "
+        "spent compiling during the step (elapsed time, summed over their threads).",
+    ]
+
+
+def format_successive(report: BenchReport) -> str:
+    """The figures of `bench --successive` as markdown: every step, then each incremental run
+    against the full refresh, in the order they ran in the one JVM."""
+    full = report.seconds("full refresh")
+    lines = _step_table(report)
+    lines += [
+        "",
+        "| incremental run (1% each, one after another in one JVM) | wall time / full refresh "
+        "| JIT compiling / wall time | target |",
+        "|---|---:|---:|---|",
+    ]
+    for item in report.steps:
+        if item.name.startswith("incremental run "):
+            compiling = "" if item.jit_seconds is None else f"{item.jit_seconds / item.seconds:.0%}"
+            lines.append(
+                f"| {item.name.removeprefix('incremental ')} | {item.seconds / full:.1%} "
+                f"| {compiling} | at most 10% |"
+            )
+    lines += ["", *format_profile(report)]
+    return "\n".join(lines)
+
+
 def format_profile(report: BenchReport, slowest: int = 8) -> list[str]:
     """Where each dbt run's time went: its slowest models (dbt's own wall time per model) and
     the sum over all models, which exceeds the step's wall time by what ran in parallel."""
@@ -628,12 +757,16 @@ def format_profile(report: BenchReport, slowest: int = 8) -> list[str]:
 
 
 def write_results(report: BenchReport, work_dir: Path) -> list[Path]:
-    """bench-<events>.json (every figure), .md (the tables) and .svg (the chart) in work_dir."""
-    stem = work_dir / f"bench-{report.events}"
-    paths = [stem.with_suffix(".json"), stem.with_suffix(".md"), stem.with_suffix(".svg")]
+    """bench-<events>.json (every figure), .md (the tables) and .svg (the chart) in work_dir;
+    for `--successive`, bench-successive-<events>.json and .md."""
+    successive = not any(item.name == "incremental +1%" for item in report.steps)
+    stem = work_dir / f"bench-{'successive-' if successive else ''}{report.events}"
+    paths = [stem.with_suffix(".json"), stem.with_suffix(".md")]
     paths[0].write_text(json.dumps(asdict(report), indent=1) + "\n")
-    paths[1].write_text(format_report(report) + "\n")
-    paths[2].write_text(chart(report))
+    paths[1].write_text((format_successive if successive else format_report)(report) + "\n")
+    if not successive:
+        paths.append(stem.with_suffix(".svg"))
+        paths[2].write_text(chart(report))
     return paths
 
 

@@ -258,7 +258,10 @@ def _parser() -> argparse.ArgumentParser:
             "tenth is up to 3 days late, a 30-day backfill of orders_daily against dbt's "
             "microbatch strategy, and the dbt build of sessions and orders_daily against a "
             "hand-written PySpark job; peak memory of each step. Prints a markdown table and "
-            "writes it, its JSON and a chart to --work-dir. Drops and rebuilds --schema."
+            "writes it, its JSON and a chart to --work-dir. Drops and rebuilds --schema. With "
+            "--successive N, instead: a full refresh, then N incremental runs of 1%% each one "
+            "after another in the same Spark JVM (how the cost of a run changes as the JVM "
+            "warms up)."
         ),
     )
     _add_target(bench)
@@ -278,6 +281,15 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="where the log, landing zone and results go (default: data/bench); a log "
         "generated earlier with the same settings is reused",
+    )
+    bench.add_argument(
+        "--successive",
+        type=int,
+        default=0,
+        metavar="N",
+        help="time N incremental runs of 1%% each, one after another in one JVM, after a "
+        "full refresh of the rest of the on-time log, instead of the standard steps "
+        "(results: bench-successive-<events>.md)",
     )
     cluster = commands.add_parser(
         "cluster",
@@ -438,7 +450,13 @@ def _run(arguments: argparse.Namespace) -> int:
 
 
 def _bench(arguments: argparse.Namespace, project: object) -> int:
-    from kappa_shop.bench import format_report, run_bench, write_results
+    from kappa_shop.bench import (
+        format_report,
+        format_successive,
+        run_bench,
+        run_successive,
+        write_results,
+    )
     from kappa_shop.dbt import DbtProject
     from kappa_shop.warehouse import check_schema_name
 
@@ -446,8 +464,14 @@ def _bench(arguments: argparse.Namespace, project: object) -> int:
     check_schema_name(arguments.schema, project.target_name)
     os.environ["KAPPA_SHOP_SCHEMA"] = arguments.schema
     work_dir = (arguments.work_dir or project.root / "data" / "bench").resolve()
-    report = run_bench(project, arguments.events, work_dir, seed=arguments.seed)
-    print(format_report(report))
+    if arguments.successive:
+        report = run_successive(
+            project, arguments.events, work_dir, arguments.successive, seed=arguments.seed
+        )
+        print(format_successive(report))
+    else:
+        report = run_bench(project, arguments.events, work_dir, seed=arguments.seed)
+        print(format_report(report))
     for path in write_results(report, work_dir):
         print(f"Wrote {path}")
     return 0

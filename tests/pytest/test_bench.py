@@ -2,6 +2,9 @@
 measured, the log splits into a base and two 1% steps (the second with late events), and both
 baselines compute the same tables as the project (the checks the benchmark itself makes).
 
+`--successive` (incremental runs one after another in one JVM) likewise, in a project copy of
+its own on the same log.
+
 The figures at a real scale are a benchmark's business (`make bench`, docs/benchmarks.md),
 not a test's: here only that they exist and add up."""
 
@@ -13,7 +16,8 @@ import re
 import pytest
 from conftest import copy_project, kappa_shop_in
 
-from kappa_shop.bench import bench_log_config, plan_batches
+from kappa_shop.bench import bench_log_config, plan_batches, plan_successive
+from kappa_shop.errors import KappaShopError
 from kappa_shop.generator import generate
 
 EVENTS = 10_000
@@ -48,7 +52,7 @@ def bench(tmp_path_factory):
 
 
 def _events(work):
-    return next((work / "out").glob("bench-*.json")).stem.removeprefix("bench-")
+    return next((work / "out").glob("bench-[0-9]*.json")).stem.removeprefix("bench-")
 
 
 def test_every_step_is_measured_in_order(bench):
@@ -176,3 +180,66 @@ def test_a_bench_too_small_to_split_is_refused_in_one_line(tmp_path):
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert "--events must be at least 10000" in result.stderr
+
+
+SUCCESSIVE_STEPS = [
+    "generate",
+    "ingest base",
+    "dbt parse",
+    "full refresh",
+    "ingest run 1",
+    "incremental run 1",
+    "ingest run 2",
+    "incremental run 2",
+    "incremental, nothing new",
+]
+
+
+def test_successive_runs_are_measured_one_after_another_in_one_jvm(bench):
+    work, _, report = bench
+    root = copy_project(work / "successive" / "kappa_shop")
+    result = kappa_shop_in(
+        root, "bench", "--events", str(EVENTS), "--work-dir", str(work / "out"),
+        "--successive", "2", "--schema", "kappa_shop_successive", timeout=1200,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    # the log of the standard run is reused, not generated again
+    assert f"Reusing the log in {work / 'out'}" in result.stdout
+    successive = json.loads((work / "out" / f"bench-successive-{_events(work)}.json").read_text())
+    assert [step["name"] for step in successive["steps"]] == SUCCESSIVE_STEPS
+    for step in successive["steps"][1:]:  # all in this process's JVM
+        assert step["seconds"] > 0 and step["jit_seconds"] is not None, step
+    runs = [step for step in successive["steps"] if step["name"].startswith("incremental")]
+    models = set(runs[0]["models"])
+    assert {"stg_web__events", "sessions", "orders_daily", "users_current"} <= models
+    assert all(set(step["models"]) == models for step in runs)  # every model in every run
+    # the same log: its on-time records split into a base and two runs of about 1% each
+    records = successive["records"]
+    assert set(records) == {"base", "run 1", "run 2"}
+    total = report["records"]["base"] + report["records"]["plus_1pct"]
+    total += report["records"]["plus_1pct_late"]
+    for run in ("run 1", "run 2"):
+        assert 0.01 <= records[run] / total < 0.02, records
+    # every on-time batch ingested once: all the log but the stragglers (its held-back events)
+    ingested = records["base"] + records["run 1"] + records["run 2"]
+    assert 0.95 * total < ingested < total
+    table = (work / "out" / f"bench-successive-{_events(work)}.md").read_text()
+    assert "| run 1 |" in table and "| run 2 |" in table
+    assert "| incremental run 2 |" in result.stdout
+    # the standard run's results are left as they were
+    assert json.loads((work / "out" / f"bench-{_events(work)}.json").read_text()) == report
+
+
+def test_successive_runs_take_the_last_on_time_batches_in_arrival_order(tmp_path):
+    manifest = generate(bench_log_config(EVENTS, 7), tmp_path, progress=lambda _: None).manifest
+    plan = plan_successive(manifest, 3)
+    assert list(plan) == ["base", "run 1", "run 2", "run 3"]
+    batches = len(manifest["batches"])
+    # every on-time batch once, in arrival order; the stragglers (the last batch) left out
+    assert [number for group in plan.values() for number in group] == list(range(1, batches))
+    records = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
+    total = sum(records.values())
+    for run in ("run 1", "run 2", "run 3"):
+        assert 0.01 <= sum(records[b] for b in plan[run]) / total < 0.02, plan[run]
+    with pytest.raises(KappaShopError, match="too small to split into a base and 200 1% steps"):
+        plan_successive(manifest, 200)
