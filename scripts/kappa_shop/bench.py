@@ -32,7 +32,7 @@ on-time batch but the last N% of the records, a full refresh, then N incremental
 each one after another in the same JVM, and one with nothing new. It shows how much of an
 incremental run is the JVM warming up (compiling the code of statements it has not run yet):
 each `dbt run` on the local target starts a JVM of its own, a long-lived one (the cluster
-target's Thrift Server) keeps its compiled code from run to run.
+target's Thrift Server) would keep its compiled code from run to run.
 """
 
 from __future__ import annotations
@@ -429,7 +429,7 @@ def run_successive(
     on-time records, a full refresh, then RUNS incremental runs of 1% each one after another
     in the same JVM, and one with nothing new: what an incremental run costs as the JVM warms
     up (each `dbt run` on the local target starts a JVM of its own; a long-lived one, such as
-    the cluster target's Thrift Server, keeps its compiled code from run to run)."""
+    the cluster target's Thrift Server, would keep its compiled code from run to run)."""
     if runs < 1:
         raise KappaShopError(f"--successive must be at least 1 (got {runs})")
     log_dir, manifest, generated = _prepare_log(project, events, work_dir, seed, say)
@@ -466,8 +466,8 @@ def _prepare_log(
     if project.output.get("method") != "session":
         raise KappaShopError(
             f"bench runs on an embedded-Spark target (method: session), not on "
-            f"{project.target_name!r}: the hand-written baseline reads the raw tables from the "
-            "SparkSession that ingests them"
+            f"{project.target_name!r}: it ingests, runs dbt and the hand-written baseline in "
+            "one SparkSession in this process"
         )
     work_dir.mkdir(parents=True, exist_ok=True)
     log_dir = work_dir / f"log-{events}-{seed}"
