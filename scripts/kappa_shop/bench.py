@@ -353,35 +353,27 @@ def run_bench(
     schema = project.schema
     landing = work_dir / f"landing-{events}-{seed}"
     extra = {"held_back_late": held_back}
-    with _Recorder(project, manifest, plan, log_dir, landing, say, extra) as recorder:
+    with _Recorder(project, manifest, plan, log_dir, landing, say, generated, extra) as recorder:
         report, step, dbt_run = recorder.report, recorder.step, recorder.dbt_run
-        report.steps.append(generated)
         spark, warehouse, variables = recorder.spark, recorder.warehouse, recorder.variables
-        not_baseline = ("--exclude", MICROBATCH_MODEL)
         recorder.land_and_ingest("base")
         say("bench: ingest base alone ...")
         alone = _ingest_alone(project, recorder.landing, work_dir, report.records["base"])
         report.steps.append(alone)
         peak = f"{alone.peak_rss_mib:,.0f}"
         say(f"bench: ingest base alone took {alone.seconds:.1f} s (peak {peak} MiB)")
-        with step("dbt parse"):
-            project.invoke("parse", *variables, "--quiet")
-        with step("full refresh", f"all models, {report.records['base']:,} records") as models:
-            dbt_run(models, *not_baseline, "--full-refresh")
+        recorder.parse_and_full_refresh()
         recorder.land_and_ingest("plus_1pct")
         with step("incremental +1%", f"{report.records['plus_1pct']:,} new records") as models:
-            dbt_run(models, *not_baseline)
+            dbt_run(models)
         recorder.land_and_ingest("plus_1pct_late")
         with step(
             "incremental +1% late",
             f"{report.records['plus_1pct_late']:,} new records, {held_back:,} up to "
             f"{LATE_DAYS:g} days late",
         ) as models:
-            dbt_run(models, *not_baseline)
-        with step(
-            "incremental, nothing new", "no new records: the fixed cost of a run (the floor)"
-        ) as models:
-            dbt_run(models, *not_baseline)
+            dbt_run(models)
+        recorder.nothing_new()
 
         start, end = _event_days(warehouse, schema)
         days = f"{start} to {end}"
@@ -435,25 +427,17 @@ def run_successive(
     log_dir, manifest, generated = _prepare_log(project, events, work_dir, seed, say)
     plan = plan_successive(manifest, runs)
     landing = work_dir / f"landing-successive-{events}-{seed}"
-    with _Recorder(project, manifest, plan, log_dir, landing, say) as recorder:
-        report, step, dbt_run = recorder.report, recorder.step, recorder.dbt_run
-        report.steps.append(generated)
-        not_baseline = ("--exclude", MICROBATCH_MODEL)
+    with _Recorder(project, manifest, plan, log_dir, landing, say, generated) as recorder:
+        records = recorder.report.records
         recorder.land_and_ingest("base")
-        with step("dbt parse"):
-            project.invoke("parse", *recorder.variables, "--quiet")
-        with step("full refresh", f"all models, {report.records['base']:,} records") as models:
-            dbt_run(models, *not_baseline, "--full-refresh")
+        recorder.parse_and_full_refresh()
         for number in range(1, runs + 1):
             group = f"run {number}"
             recorder.land_and_ingest(group)
-            with step(f"incremental {group}", f"{report.records[group]:,} new records") as models:
-                dbt_run(models, *not_baseline)
-        with step(
-            "incremental, nothing new", "no new records: the fixed cost of a run (the floor)"
-        ) as models:
-            dbt_run(models, *not_baseline)
-    return report
+            with recorder.step(f"incremental {group}", f"{records[group]:,} new records") as models:
+                recorder.dbt_run(models)
+        recorder.nothing_new()
+    return recorder.report
 
 
 def _prepare_log(
@@ -478,8 +462,10 @@ def _prepare_log(
 class _Recorder:
     """A benchmark's measuring, in this process with one SparkSession: each step's wall time,
     peak memory, CPU time, the machine's busy share and the JVM's compiling (`step`); dbt runs
-    with each model's own time (`dbt_run`); a group of arrival batches landed and ingested
-    (`land_and_ingest`). Entered, it starts from nothing (_start_clean) and samples memory."""
+    of the project's models (not the microbatch baseline) with each model's own time
+    (`dbt_run`); a group of arrival batches landed and ingested (`land_and_ingest`). Its report
+    starts with the generator's step. Entered, it starts from nothing (_start_clean) and
+    samples memory."""
 
     def __init__(
         self,
@@ -489,6 +475,7 @@ class _Recorder:
         log_dir: Path,
         landing: Path,
         say: Callable[[str], None],
+        generated: Step,
         extra_records: dict[str, int] | None = None,
     ) -> None:
         records = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
@@ -499,6 +486,7 @@ class _Recorder:
             records={name: sum(records[b] for b in group) for name, group in plan.items()}
             | (extra_records or {}),
             machine=_machine(project),
+            steps=[generated],
         )
         self.variables = ("--vars", json.dumps({"raw_schema": project.raw_schema, **BASELINE_VARS}))
         self.memory = MemorySampler(os.getpid())
@@ -545,14 +533,31 @@ class _Recorder:
         self.say(f"bench: {name} took {seconds:.1f} s (peak {peak:,.0f} MiB)")
 
     def dbt_run(self, models: dict[str, float], *arguments: str) -> None:
-        """Run dbt and keep each model's own wall time (dbt's run results)."""
-        result = self.project.invoke("run", *self.variables, *arguments, "--quiet")
+        """Run the project's models (not the microbatch baseline) and keep each model's own
+        wall time (dbt's run results)."""
+        result = self.project.invoke(
+            "run", *self.variables, "--exclude", MICROBATCH_MODEL, *arguments, "--quiet"
+        )
         timings = {
             item.node.name: float(item.execution_time)
             for item in result.results
             if item.node.resource_type == "model"
         }
         models.update(sorted(timings.items(), key=lambda item: -item[1]))
+
+    def parse_and_full_refresh(self) -> None:
+        """`dbt parse`, then a full refresh of the project's models on the base."""
+        with self.step("dbt parse"):
+            self.project.invoke("parse", *self.variables, "--quiet")
+        base = self.report.records["base"]
+        with self.step("full refresh", f"all models, {base:,} records") as models:
+            self.dbt_run(models, "--full-refresh")
+
+    def nothing_new(self) -> None:
+        """An incremental run with no new records: the fixed cost of a run."""
+        detail = "no new records: the fixed cost of a run (the floor)"
+        with self.step("incremental, nothing new", detail) as models:
+            self.dbt_run(models)
 
     def land_and_ingest(self, group: str) -> None:
         from kappa_shop.ingest import ingest
