@@ -12,6 +12,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 import org.apache.hadoop.hive.metastore.ObjectStore;
 import org.apache.hadoop.hive.metastore.RawStore;
 import org.apache.hadoop.hive.metastore.api.ColumnStatistics;
@@ -151,8 +152,9 @@ public class CachingObjectStore extends ObjectStore {
     }
   }
 
-  private static String tableKey(String database, String table) {
-    return (database + "." + table).toLowerCase();
+  /** A call of the store's own method, which may throw what that method declares. */
+  private interface Body<T> {
+    T run() throws Exception;
   }
 
   @Override
@@ -160,25 +162,8 @@ public class CachingObjectStore extends ObjectStore {
     if (!ENABLED) {
       return super.getTable(database, table);
     }
-    String key = tableKey(database, table);
-    if (CHANGES_UNDER_WAY.get() == 0) {
-      Table cached = TABLES.get(key);
-      if (cached != null && CHANGES_UNDER_WAY.get() == 0) {
-        HITS.incrementAndGet();
-        return new Table(cached);
-      }
-    }
-    MISSES.incrementAndGet();
-    long generation = GENERATION.get();
-    Table found = super.getTable(database, table);
-    if (found != null && !isActiveTransaction()) {
-      synchronized (LOCK) {
-        if (CHANGES_UNDER_WAY.get() == 0 && GENERATION.get() == generation) {
-          TABLES.put(key, new Table(found));
-        }
-      }
-    }
-    return found;
+    String key = (database + "." + table).toLowerCase();
+    return lookUp(TABLES, key, () -> super.getTable(database, table), Table::new);
   }
 
   @Override
@@ -186,21 +171,33 @@ public class CachingObjectStore extends ObjectStore {
     if (!ENABLED) {
       return super.getDatabase(name);
     }
-    String key = name.toLowerCase();
+    return lookUp(DATABASES, name.toLowerCase(), () -> super.getDatabase(name), Database::new);
+  }
+
+  /**
+   * A look-up: from `cache` while no change is under way, else from the database, keeping a
+   * copy of what it found only if no change began or ended meanwhile.
+   */
+  private <T> T lookUp(Map<String, T> cache, String key, Body<T> read, UnaryOperator<T> copy) {
     if (CHANGES_UNDER_WAY.get() == 0) {
-      Database cached = DATABASES.get(key);
+      T cached = cache.get(key);
       if (cached != null && CHANGES_UNDER_WAY.get() == 0) {
         HITS.incrementAndGet();
-        return new Database(cached);
+        return copy.apply(cached);
       }
     }
     MISSES.incrementAndGet();
     long generation = GENERATION.get();
-    Database found = super.getDatabase(name);
+    T found;
+    try {
+      found = read.run();
+    } catch (Exception e) {
+      throw CachingObjectStore.<RuntimeException>rethrow(e);
+    }
     if (found != null && !isActiveTransaction()) {
       synchronized (LOCK) {
         if (CHANGES_UNDER_WAY.get() == 0 && GENERATION.get() == generation) {
-          DATABASES.put(key, new Database(found));
+          cache.put(key, copy.apply(found));
         }
       }
     }
@@ -209,12 +206,8 @@ public class CachingObjectStore extends ObjectStore {
 
   // --- changes: each empties the caches before and after, and again when its transaction ends
 
-  private interface Change<T> {
-    T run() throws Exception;
-  }
-
   /** A change: no look-up is served from or kept in the cache until its transaction ends. */
-  private <T> T change(Change<T> body) {
+  private <T> T change(Body<T> body) {
     if (!changing) {
       changing = true;
       CHANGES_UNDER_WAY.incrementAndGet();
