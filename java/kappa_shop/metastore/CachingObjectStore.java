@@ -223,6 +223,20 @@ public class CachingObjectStore extends ObjectStore {
     }
   }
 
+  /** A call of the store's own method that returns nothing. */
+  private interface VoidBody {
+    void run() throws Exception;
+  }
+
+  /** A change that returns nothing. */
+  private void changeVoid(VoidBody body) {
+    change(
+        () -> {
+          body.run();
+          return null;
+        });
+  }
+
   /** After a change, once no transaction of this store is open: the change is over. */
   private void settle() {
     if (changing && !isActiveTransaction()) {
@@ -271,20 +285,12 @@ public class CachingObjectStore extends ObjectStore {
 
   @Override
   public void flushCache() {
-    change(
-        () -> {
-          super.flushCache();
-          return null;
-        });
+    changeVoid(() -> super.flushCache());
   }
 
   @Override
   public void createDatabase(Database db) throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.createDatabase(db);
-          return null;
-        });
+    changeVoid(() -> super.createDatabase(db));
   }
 
   @Override
@@ -310,22 +316,14 @@ public class CachingObjectStore extends ObjectStore {
 
   @Override
   public void createTable(Table table) throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.createTable(table);
-          return null;
-        });
+    changeVoid(() -> super.createTable(table));
   }
 
   @Override
   public void createTableWithConstraints(
       Table table, List<SQLPrimaryKey> primaryKeys, List<SQLForeignKey> foreignKeys)
       throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.createTableWithConstraints(table, primaryKeys, foreignKeys);
-          return null;
-        });
+    changeVoid(() -> super.createTableWithConstraints(table, primaryKeys, foreignKeys));
   }
 
   @Override
@@ -337,11 +335,7 @@ public class CachingObjectStore extends ObjectStore {
   @Override
   public void alterTable(String database, String table, Table newTable)
       throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.alterTable(database, table, newTable);
-          return null;
-        });
+    changeVoid(() -> super.alterTable(database, table, newTable));
   }
 
   @Override
@@ -378,32 +372,20 @@ public class CachingObjectStore extends ObjectStore {
   @Override
   public void dropPartitions(String database, String table, List<String> names)
       throws MetaException, NoSuchObjectException {
-    change(
-        () -> {
-          super.dropPartitions(database, table, names);
-          return null;
-        });
+    changeVoid(() -> super.dropPartitions(database, table, names));
   }
 
   @Override
   public void alterPartition(String database, String table, List<String> values, Partition partition)
       throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.alterPartition(database, table, values, partition);
-          return null;
-        });
+    changeVoid(() -> super.alterPartition(database, table, values, partition));
   }
 
   @Override
   public void alterPartitions(
       String database, String table, List<List<String>> values, List<Partition> partitions)
       throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.alterPartitions(database, table, values, partitions);
-          return null;
-        });
+    changeVoid(() -> super.alterPartitions(database, table, values, partitions));
   }
 
   @Override
@@ -427,11 +409,7 @@ public class CachingObjectStore extends ObjectStore {
   @Override
   public void alterIndex(String database, String table, String index, Index newIndex)
       throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.alterIndex(database, table, index, newIndex);
-          return null;
-        });
+    changeVoid(() -> super.alterIndex(database, table, index, newIndex));
   }
 
   @Override
@@ -525,11 +503,7 @@ public class CachingObjectStore extends ObjectStore {
   @Override
   public void updateMasterKey(Integer sequence, String key)
       throws NoSuchObjectException, MetaException {
-    change(
-        () -> {
-          super.updateMasterKey(sequence, key);
-          return null;
-        });
+    changeVoid(() -> super.updateMasterKey(sequence, key));
   }
 
   @Override
@@ -539,97 +513,57 @@ public class CachingObjectStore extends ObjectStore {
 
   @Override
   public void setMetaStoreSchemaVersion(String version, String comment) throws MetaException {
-    change(
-        () -> {
-          super.setMetaStoreSchemaVersion(version, comment);
-          return null;
-        });
+    changeVoid(() -> super.setMetaStoreSchemaVersion(version, comment));
   }
 
   @Override
   public void createFunction(Function function) throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.createFunction(function);
-          return null;
-        });
+    changeVoid(() -> super.createFunction(function));
   }
 
   @Override
   public void alterFunction(String database, String name, Function function)
       throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.alterFunction(database, name, function);
-          return null;
-        });
+    changeVoid(() -> super.alterFunction(database, name, function));
   }
 
   @Override
   public void dropFunction(String database, String name)
       throws MetaException, NoSuchObjectException, InvalidObjectException, InvalidInputException {
-    change(
-        () -> {
-          super.dropFunction(database, name);
-          return null;
-        });
+    changeVoid(() -> super.dropFunction(database, name));
   }
 
   @Override
   public void addNotificationEvent(NotificationEvent event) {
-    change(
-        () -> {
-          super.addNotificationEvent(event);
-          return null;
-        });
+    changeVoid(() -> super.addNotificationEvent(event));
   }
 
   @Override
   public void cleanNotificationEvents(int olderThan) {
-    change(
-        () -> {
-          super.cleanNotificationEvents(olderThan);
-          return null;
-        });
+    changeVoid(() -> super.cleanNotificationEvents(olderThan));
   }
 
   @Override
   public void putFileMetadata(
       List<Long> fileIds, List<ByteBuffer> metadata, FileMetadataExprType type) {
-    change(
-        () -> {
-          super.putFileMetadata(fileIds, metadata, type);
-          return null;
-        });
+    changeVoid(() -> super.putFileMetadata(fileIds, metadata, type));
   }
 
   @Override
   public void dropConstraint(String database, String table, String constraint)
       throws NoSuchObjectException {
-    change(
-        () -> {
-          super.dropConstraint(database, table, constraint);
-          return null;
-        });
+    changeVoid(() -> super.dropConstraint(database, table, constraint));
   }
 
   @Override
   public void addPrimaryKeys(List<SQLPrimaryKey> primaryKeys)
       throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.addPrimaryKeys(primaryKeys);
-          return null;
-        });
+    changeVoid(() -> super.addPrimaryKeys(primaryKeys));
   }
 
   @Override
   public void addForeignKeys(List<SQLForeignKey> foreignKeys)
       throws InvalidObjectException, MetaException {
-    change(
-        () -> {
-          super.addForeignKeys(foreignKeys);
-          return null;
-        });
+    changeVoid(() -> super.addForeignKeys(foreignKeys));
   }
 }
