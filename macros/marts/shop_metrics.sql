@@ -13,7 +13,7 @@ activity as (
         user_id,
         occurred_at
     from {{ ref('int_user_activity_sessionized') }}
-    where {{ in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
+    where {{ kappa.in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
 ),
 
 order_events as (
@@ -24,7 +24,7 @@ order_events as (
     from {{ ref('stg_orders__order_events') }}
     where
         event_type in ('order_placed', 'order_paid')
-        and {{ in_recomputed_days('occurred_at') }}
+        and {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 activity_windows as (

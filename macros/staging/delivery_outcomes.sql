@@ -28,7 +28,7 @@ earlier_valid_deliveries as (
     from {{ earlier_deliveries }}
     where
         invalid_reason is null
-        and {{ before_new_batches('_ingestion_batch_id') }}
+        and {{ kappa.before_new_batches('_ingestion_batch_id') }}
         and event_id in (select {{ new_event_ids }}.event_id from {{ new_event_ids }})
     {%- else %}
     from {{ new_deliveries }}

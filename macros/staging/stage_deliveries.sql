@@ -13,7 +13,7 @@ with
 
 deliveries as (
     select * from {{ raw_relation }}
-    where {{ in_new_batches('_ingestion_batch_id') }}
+    where {{ kappa.in_new_batches('_ingestion_batch_id') }}
 ),
 
 new_event_ids as (
@@ -128,7 +128,7 @@ staged as (
 ),
 
 outcomes as (
-    {{ delivery_outcomes('staged', this if is_incremental() else none, 'new_event_ids') }}
+    {{ delivery_outcomes('staged', this if kappa.is_incremental() else none, 'new_event_ids') }}
 ),
 
 final as (

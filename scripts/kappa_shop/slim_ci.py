@@ -63,6 +63,8 @@ def manifest_of_ref(project: DbtProject, ref: str, state_dir: Path) -> Path:
         base_project = DbtProject(
             root=Path(base), target=project.target, profiles_dir=project.profiles_dir
         )
+        if (Path(base) / "packages.yml").exists():
+            base_project.invoke("deps", "--quiet")  # its packages (local ones from the archive)
         base_project.invoke("parse", "--quiet", extra=("--target-path", str(state_dir.resolve())))
     return state_dir / "manifest.json"
 

@@ -14,7 +14,7 @@ raw_rows as (
             count(*) as raw_rows
         from {{ source(source_name, table_name) }}
         -- only the batches the models have consumed so far
-        where _ingestion_batch_id <= {{ consumed_through(ref('stg_log__delivery_outcomes')) }}
+        where _ingestion_batch_id <= {{ kappa.consumed_through(ref('stg_log__delivery_outcomes')) }}
         group by _ingestion_batch_id
         {{ 'union all' if not loop.last }}
     {%- endfor %}

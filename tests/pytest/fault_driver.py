@@ -7,7 +7,7 @@ A step, in order, each part optional:
    `--pause-ingest S`, ingestion pauses S seconds after each raw table write and says so, so
    that the test can kill it inside an ingestion batch);
 3. `--fault MODEL:POINT`: an incremental `dbt run` with that fault point armed
-   (KAPPA_SHOP_FAULT_POINT, see macros/faults/fault_point.sql); it pauses there and the test
+   (KAPPA_FAULT_POINT, see packages/kappa/macros/recovery/_fault_point.sql); it pauses there and the test
    kills it. `--fault none` runs without a fault (the test kills it on a timer instead);
    `--full-refresh` makes that run a full refresh;
 4. `--final REPORT`: `dbt build` (every data test, conservation included), then
@@ -69,10 +69,10 @@ def main() -> int:
         _say(f"ingested batches {[batch.ingestion_batch_id for batch in report.batches]}")
     if arguments.fault:
         if arguments.fault != "none":
-            os.environ["KAPPA_SHOP_FAULT_POINT"] = arguments.fault
+            os.environ["KAPPA_FAULT_POINT"] = arguments.fault
         _say(f"dbt run with fault {arguments.fault}")
         project.invoke("run", *raw_vars, *(["--full-refresh"] if arguments.full_refresh else []))
-        os.environ.pop("KAPPA_SHOP_FAULT_POINT", None)
+        os.environ.pop("KAPPA_FAULT_POINT", None)
         _say("the run finished: the fault point was never reached")
     if arguments.final is not None:
         build = ("build", *raw_vars, "--quiet", "--exclude-resource-type", "unit_test")

@@ -343,7 +343,7 @@ def test_a_second_run_of_the_same_schema_is_refused_and_changes_nothing(cluster)
     first = subprocess.Popen(
         run,
         cwd=cluster.root,
-        env={**environment, "KAPPA_SHOP_FAULT_POINT": "stg_web__event_deliveries:before_write"},
+        env={**environment, "KAPPA_FAULT_POINT": "stg_web__event_deliveries:before_write"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -9,13 +9,13 @@ with
 clicks as (
     -- the clicks of the recomputed days only
     select * from {{ ref('stg_search__clicks') }}
-    where {{ in_recomputed_days('occurred_at', before='0 minutes') }}
+    where {{ kappa.in_recomputed_days('occurred_at', before='0 minutes') }}
 ),
 
 searches as (
     -- and the searches they can go to: from one window before those days
     select * from {{ ref('stg_search__searches') }}
-    where {{ in_recomputed_days('occurred_at') }}
+    where {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 candidates as (

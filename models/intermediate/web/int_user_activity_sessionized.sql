@@ -13,7 +13,7 @@ web_events as (
         page_path,
         occurred_at
     from {{ ref('stg_web__events') }}
-    where {{ in_recomputed_days('occurred_at') }}
+    where {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 searches as (
@@ -24,7 +24,7 @@ searches as (
         cast(null as string) as page_path,
         occurred_at
     from {{ ref('stg_search__searches') }}
-    where {{ in_recomputed_days('occurred_at') }}
+    where {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 search_clicks as (
@@ -35,7 +35,7 @@ search_clicks as (
         cast(null as string) as page_path,
         occurred_at
     from {{ ref('stg_search__clicks') }}
-    where {{ in_recomputed_days('occurred_at') }}
+    where {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 activity as (

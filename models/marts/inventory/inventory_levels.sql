@@ -10,7 +10,7 @@ inventory_changes as (
     -- the changes of the days this run recomputes (every day from the first one a new change
     -- touches through the last)
     select * from {{ ref('stg_inventory__inventory_changes') }}
-    where {{ in_recomputed_days('occurred_at') }}
+    where {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 opening_levels as (
@@ -20,7 +20,7 @@ opening_levels as (
         product_id,
         sum(quantity_delta) as opening_level
     from {{ ref('stg_inventory__inventory_changes') }}
-    where {{ before_recomputed_days('occurred_at') }}
+    where {{ kappa.before_recomputed_days('occurred_at') }}
     group by product_id
 ),
 

@@ -13,7 +13,7 @@ accepted_events as (
 
 new_events as (
     select * from accepted_events
-    where {{ in_new_batches('_ingestion_batch_id') }}
+    where {{ kappa.in_new_batches('_ingestion_batch_id') }}
 ),
 
 batch_newest as (
@@ -33,8 +33,8 @@ earlier_newest as (
     select
         topic,
         max(newest_occurred_at) as newest_occurred_at
-    from {{ this if is_incremental() else 'batch_newest' }}
-    where {{ before_new_batches('_ingestion_batch_id') }}
+    from {{ this if kappa.is_incremental() else 'batch_newest' }}
+    where {{ kappa.before_new_batches('_ingestion_batch_id') }}
     group by topic
 ),
 

@@ -7,7 +7,7 @@ with
 
 order_events as (
     select * from {{ ref('stg_orders__order_events') }}
-    where {{ in_recomputed_buckets('order_id') }}
+    where {{ kappa.in_recomputed_buckets('order_id') }}
 ),
 
 event_lists as (
@@ -52,7 +52,7 @@ final as (
         order_state.cancelled_at,
         last_event_at,
         -- partition
-        {{ key_bucket('order_id') }} as order_bucket
+        {{ kappa.key_bucket('order_id') }} as order_bucket
     from folded
 )
 

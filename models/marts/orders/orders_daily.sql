@@ -7,7 +7,7 @@ with
 
 order_events as (
     select * from {{ ref('stg_orders__order_events') }}
-    where {{ in_recomputed_days('occurred_at') }}
+    where {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 {{ daily_order_metrics('order_events') }}

@@ -9,12 +9,12 @@ orders_placed as (
     select * from {{ ref('stg_orders__order_events') }}
     where
         event_type = 'order_placed'
-        and {{ in_recomputed_buckets('user_id') }}
+        and {{ kappa.in_recomputed_buckets('user_id') }}
 ),
 
 user_versions as (
     select * from {{ ref('users_history') }}
-    where {{ in_recomputed_buckets('user_id') }}
+    where {{ kappa.in_recomputed_buckets('user_id') }}
 ),
 
 final as (
@@ -32,7 +32,7 @@ final as (
         -- timestamps
         orders_placed.occurred_at as placed_at,
         -- partition
-        {{ key_bucket('orders_placed.user_id') }} as user_bucket
+        {{ kappa.key_bucket('orders_placed.user_id') }} as user_bucket
     from orders_placed
     -- as of event time: the version in force when the order was placed
     left join user_versions

@@ -16,7 +16,7 @@ payment_events as (
     from {{ ref('stg_orders__order_events') }}
     where
         event_type in ('payment_failed', 'order_paid')
-        and {{ in_recomputed_days('occurred_at') }}
+        and {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 failures_before_success as (
@@ -58,7 +58,7 @@ final as (
         event_type = 'order_paid'
         and failed_payment_count >= 3
         -- a success in the first minutes of a day reads failures of the day before
-        and {{ is_recomputed_day('to_date(occurred_at)') }}
+        and {{ kappa.is_recomputed_day('to_date(occurred_at)') }}
 )
 
 select * from final

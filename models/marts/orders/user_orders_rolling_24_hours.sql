@@ -16,7 +16,7 @@ orders_placed as (
     from {{ ref('stg_orders__order_events') }}
     where
         event_type = 'order_placed'
-        and {{ in_recomputed_days('occurred_at') }}
+        and {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 rolling as (
@@ -47,7 +47,7 @@ final as (
         to_date(placed_at) as order_date
     from rolling
     -- the day before a recomputed day is read only to fill its rolling windows
-    where {{ is_recomputed_day('to_date(placed_at)') }}
+    where {{ kappa.is_recomputed_day('to_date(placed_at)') }}
 )
 
 select * from final

@@ -9,7 +9,7 @@ with
 searches as (
     -- the searches of the recomputed days only
     select * from {{ ref('stg_search__searches') }}
-    where {{ in_recomputed_days('occurred_at', after='0 minutes') }}
+    where {{ kappa.in_recomputed_days('occurred_at', after='0 minutes') }}
 ),
 
 matched_clicks as (
@@ -17,7 +17,7 @@ matched_clicks as (
     select * from {{ ref('int_search_clicks_matched') }}
     where
         is_matched
-        and {{ in_recomputed_days('clicked_at', parent='int_search_clicks_matched') }}
+        and {{ kappa.in_recomputed_days('clicked_at', parent='int_search_clicks_matched') }}
 ),
 
 clicks_per_search as (

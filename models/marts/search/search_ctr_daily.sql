@@ -7,7 +7,7 @@ with
 
 searches as (
     select * from {{ ref('search_click_through') }}
-    where {{ in_recomputed_days('searched_at', parent='search_click_through') }}
+    where {{ kappa.in_recomputed_days('searched_at', parent='search_click_through') }}
 ),
 
 final as (

@@ -7,7 +7,7 @@ with
 
 versions as (
     select * from {{ ref('users_history') }}
-    where {{ in_recomputed_buckets('user_id') }}
+    where {{ kappa.in_recomputed_buckets('user_id') }}
 ),
 
 final as (

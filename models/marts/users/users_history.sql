@@ -7,7 +7,7 @@ with
 
 profile_changes as (
     select * from {{ ref('stg_users__profile_changes') }}
-    where {{ in_recomputed_buckets('user_id') }}
+    where {{ kappa.in_recomputed_buckets('user_id') }}
 ),
 
 effective as (
@@ -45,7 +45,7 @@ final as (
         effective_at as valid_from,
         next_effective_at as valid_to,
         -- partition
-        {{ key_bucket('user_id') }} as user_bucket
+        {{ kappa.key_bucket('user_id') }} as user_bucket
     from versions
     -- a delete is the end of a version, not a version
     where event_type != 'user_deleted'

@@ -11,7 +11,7 @@ activity as (
         user_id,
         occurred_at
     from {{ ref('int_user_activity_sessionized') }}
-    where {{ in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
+    where {{ kappa.in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
 ),
 
 hopping_windows as (
@@ -36,7 +36,7 @@ final as (
     from hopping_windows
     -- a recomputed day's last windows read up to four minutes into the next day; the
     -- previous day's last windows, half-seen here, are not recomputed
-    where {{ is_recomputed_day('to_date(window_start)') }}
+    where {{ kappa.is_recomputed_day('to_date(window_start)') }}
 )
 
 select * from final

@@ -18,7 +18,7 @@ cart_additions as (
     from {{ ref('stg_web__events') }}
     where
         event_type = 'add_to_cart'
-        and {{ in_recomputed_days('occurred_at', after='0 minutes') }}
+        and {{ kappa.in_recomputed_days('occurred_at', after='0 minutes') }}
 ),
 
 orders_placed as (
@@ -30,7 +30,7 @@ orders_placed as (
     from {{ ref('stg_orders__order_events') }}
     where
         event_type = 'order_placed'
-        and {{ in_recomputed_days('occurred_at') }}
+        and {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 next_orders as (

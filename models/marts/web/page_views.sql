@@ -9,7 +9,7 @@ page_views as (
     select * from {{ ref('int_user_activity_sessionized') }}
     where
         event_type = 'page_view'
-        and {{ in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
+        and {{ kappa.in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
 ),
 
 final as (

@@ -11,7 +11,7 @@ activity as (
         -- ties on time are broken by event id, so landing and exit are deterministic
         struct(occurred_at, activity_event_id) as event_order
     from {{ ref('int_user_activity_sessionized') }}
-    where {{ in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
+    where {{ kappa.in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
 ),
 
 orders_placed as (
@@ -22,7 +22,7 @@ orders_placed as (
     from {{ ref('stg_orders__order_events') }}
     where
         event_type = 'order_placed'
-        and {{ in_recomputed_days('occurred_at') }}
+        and {{ kappa.in_recomputed_days('occurred_at') }}
 ),
 
 sessions as (

@@ -8,7 +8,7 @@ with
 
 activity as (
     select * from {{ ref('int_user_activity_sessionized') }}
-    where {{ in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
+    where {{ kappa.in_recomputed_days('occurred_at', parent='int_user_activity_sessionized') }}
 ),
 
 rolling as (
@@ -40,7 +40,7 @@ final as (
         activity_date
     from rolling
     -- the hour before a recomputed day is read only to fill its first hour's windows
-    where {{ is_recomputed_day('activity_date') }}
+    where {{ kappa.is_recomputed_day('activity_date') }}
 )
 
 select * from final

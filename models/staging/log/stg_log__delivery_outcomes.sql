@@ -8,7 +8,7 @@ outcomes as (
             quarantine_reason,
             _ingestion_batch_id
         from {{ ref(stream['deliveries_model']) }}
-        where {{ in_new_batches('_ingestion_batch_id') }}
+        where {{ kappa.in_new_batches('_ingestion_batch_id') }}
         {{ 'union all' if not loop.last }}
     {%- endfor %}
 ),

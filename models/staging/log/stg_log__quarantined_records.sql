@@ -15,7 +15,7 @@ quarantined as (
             _ingestion_batch_id
         from {{ ref(stream['deliveries_model']) }}
         where
-            {{ in_new_batches('_ingestion_batch_id') }}
+            {{ kappa.in_new_batches('_ingestion_batch_id') }}
             and outcome in ('malformed', 'conflicting_duplicate')
         {{ 'union all' if not loop.last }}
     {%- endfor %}

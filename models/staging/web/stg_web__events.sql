@@ -2,7 +2,7 @@ with
 
 deliveries as (
     select * from {{ ref('stg_web__event_deliveries') }}
-    where {{ in_new_batches('_ingestion_batch_id') }}
+    where {{ kappa.in_new_batches('_ingestion_batch_id') }}
 ),
 
 accepted as (

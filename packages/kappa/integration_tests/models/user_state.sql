@@ -1,0 +1,32 @@
+-- keys mode: each user's current state from all of their events; a closed user has none
+{{ config(partition_by=['user_bucket'], recompute_key='user_id') }}
+
+with
+
+events as (
+    select * from {{ ref('stg_events') }}
+    where {{ kappa.in_recomputed_buckets('user_id') }}
+),
+
+ranked as (
+    select
+        *,
+        row_number() over (partition by user_id order by event_at desc, event_id desc) as recency_rank,
+        count(*) over (partition by user_id) as events,
+        sum(amount) over (partition by user_id) as total_amount
+    from events
+),
+
+final as (
+    select
+        user_id,
+        event_id as last_event_id,
+        event_at as last_event_at,
+        events,
+        total_amount,
+        {{ kappa.key_bucket('user_id') }} as user_bucket
+    from ranked
+    where recency_rank = 1 and kind != 'close'
+)
+
+select * from final

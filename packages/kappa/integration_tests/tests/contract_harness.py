@@ -1,0 +1,305 @@
+"""Drives the package's integration project (one directory up) through dbt in this process.
+
+A schedule delivers the hand-written log (seeds/events.csv) in its own order, one ingestion
+batch per step, and runs `dbt run` after each; then the same log is built with
+`--full-refresh` into a schema of its own and every model is compared with it, row for row.
+Every dbt command runs through dbtRunner in this process, so one SparkSession serves them all
+(dbt-spark `method: session` reuses it); each build has schemas of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+MODELS = (
+    "stg_events",
+    "daily_totals",
+    "daily_averages",
+    "rolling_hour",
+    "first_purchases",
+    "user_state",
+    "user_tiers",
+)
+# Each schedule is a list of steps; a step delivers the listed arrival groups of the seed log
+# as one ingestion batch, then runs dbt. Every schedule delivers the whole log.
+SCHEDULES: dict[str, list[list[int]]] = {
+    # the late changes at the edges of the models' reach, each delivered alone after the rest:
+    # group 4 lands 20 minutes inside the one-hour reach of midnight (it changes the next
+    # day's rows), group 5 ten minutes outside it (it changes its own day only, and moves a
+    # first purchase a day earlier, emptying the later day)
+    "reach_edges": [[1, 2, 3, 6, 7], [4], [5]],
+    # out of order: day three and a late event first, the redeliveries after the originals,
+    # then the two late groups alone in the other order
+    "shuffled": [[6, 2], [7], [1, 3], [5], [4]],
+}
+
+
+class DbtFailure(AssertionError):
+    """A dbt command that failed; its message holds what dbt said (the error lines)."""
+
+
+@dataclass
+class Project:
+    """A copy of the package with its integration project, in a directory of its own."""
+
+    root: Path  # the copy's integration_tests directory
+    prefix: str  # what every schema of this copy starts with
+
+    @classmethod
+    def copy_of(cls, package: Path, destination: Path, prefix: str) -> Project:
+        """Copy `package` (with its integration_tests) to `destination` and install it there."""
+        shutil.copytree(
+            package,
+            destination,
+            ignore=shutil.ignore_patterns(
+                "target", "dbt_packages", "logs", "spark-warehouse", "metastore_db", "__pycache__"
+            ),
+        )
+        project = cls(root=destination / "integration_tests", prefix=prefix)
+        (project.root / "logs").mkdir(exist_ok=True)
+        project.dbt(["deps", "--quiet"], schema="unused")
+        return project
+
+    def dbt(
+        self, arguments: Sequence[str], schema: str, log_schema: str | None = None
+    ) -> Any:
+        """Run one dbt command against `schema` (and the log in `log_schema`); raise
+        DbtFailure with dbt's error messages when it fails."""
+        from dbt.cli.main import dbtRunner
+
+        os.environ["KAPPA_IT_SCHEMA"] = schema
+        os.environ["KAPPA_IT_LOG_SCHEMA"] = log_schema or f"{self.prefix}_log"
+        command = [*arguments, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
+        outcome = dbtRunner().invoke(command)
+        if outcome.success:
+            return outcome.result
+        messages = []
+        if outcome.exception is not None:
+            messages.append(str(outcome.exception))
+        for result in getattr(outcome.result, "results", None) or []:
+            if getattr(result, "status", None) in ("error", "fail", "runtime error"):
+                messages.append(f"{result.node.name}: {result.message}")
+        raise DbtFailure(f"dbt {' '.join(arguments)} failed: " + " | ".join(messages))
+
+    def seed(self) -> None:
+        """Load the hand-written log (once per copy: every build reads it)."""
+        self.dbt(["seed", "--quiet"], schema=f"{self.prefix}_seed")
+
+    def deliver(self, arrivals: Sequence[int], log_schema: str, receipt: bool = True) -> None:
+        """Ingest the log's rows of `arrivals` as the next ingestion batch of `log_schema`."""
+        arguments = {"arrivals": list(arrivals), "receipt": receipt}
+        self.dbt(
+            ["run-operation", "deliver", "--args", str(arguments)],
+            schema=f"{self.prefix}_seed",
+            log_schema=log_schema,
+        )
+
+    def run(self, schema: str, log_schema: str, *extra: str) -> Any:
+        """`dbt run` of every model into `schema`, reading the log in `log_schema`."""
+        return self.dbt(["run", "--quiet", *extra], schema=schema, log_schema=log_schema)
+
+
+def spark() -> Any:
+    """The SparkSession dbt started (or found) in this process."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.getOrCreate()
+
+
+def reset(*schemas: str) -> None:
+    """Drop these schemas and what they hold."""
+    for schema in schemas:
+        spark().sql(f"drop schema if exists {schema} cascade")
+
+
+def differences(left_schema: str, right_schema: str) -> dict[str, tuple[int, int]]:
+    """Per model whose tables differ: (rows only in left, rows only in right), multiset-wise."""
+    found = {}
+    for model in MODELS:
+        left = spark().table(f"{left_schema}.{model}")
+        right = spark().table(f"{right_schema}.{model}").select(*left.columns)
+        only_left = left.exceptAll(right).count()
+        only_right = right.exceptAll(left).count()
+        if only_left or only_right:
+            found[model] = (only_left, only_right)
+    return found
+
+
+def rows(sql: str) -> list[tuple]:
+    """The rows of a query, as sorted tuples."""
+    return sorted(tuple(row) for row in spark().sql(sql).collect())
+
+
+def check_schedule(project: Project, name: str) -> None:
+    """Deliver the log by schedule `name`, building incrementally after every step (and once
+    more with nothing new), build a full refresh of the same log, and assert every model
+    equal to it and the full refresh right on the log's hard cases."""
+    incremental = f"{project.prefix}_{name}"
+    full = f"{incremental}_full"
+    log_schema = f"{incremental}_log"
+    reset(incremental, full, log_schema)
+    for step in SCHEDULES[name]:
+        project.deliver(step, log_schema)
+        project.run(incremental, log_schema)
+    project.run(incremental, log_schema)  # nothing new: changes nothing
+    project.run(full, log_schema, "--full-refresh")
+    assert differences(incremental, full) == {}, (
+        f"schedule {name}: incremental tables differ from the full refresh "
+        "(model: rows only incremental, rows only full refresh)"
+    )
+    check_hard_cases(full)
+
+
+def check_hard_cases(schema: str) -> None:
+    """What the full refresh of the whole log must hold, worked out by hand from the log."""
+    # each of the 17 events once; the conflicting redelivery of e07 (amount 60) lost to the
+    # original (the first delivery wins; in one batch, the smaller amount)
+    assert rows(f"select count(*), count(distinct event_id) from {schema}.stg_events") == [
+        (17, 17)
+    ]
+    assert rows(f"select amount from {schema}.stg_events where event_id = 'e07'") == [(6,)]
+    # e09 (u3, 00:05 on day two) has e04 (23:10) and the late e11 (23:40) of day one within
+    # its hour
+    assert rows(f"select events_in_last_hour from {schema}.rolling_hour where event_id = 'e09'") == [
+        (3,)
+    ]
+    # first purchases: u1's moved to the late e15 (29 February); u4's to the late e12, which
+    # leaves day two with none (its partition emptied); u5's on day three
+    assert rows(f"select user_id, first_event_id from {schema}.first_purchases") == [
+        ("u1", "e15"),
+        ("u2", "e02"),
+        ("u3", "e04"),
+        ("u4", "e12"),
+        ("u5", "e10"),
+        ("u8", "e05"),
+    ]
+    # u8 closed (alone in bucket 1, which is left empty); u2's latest is e17, tied in time
+    # with e14 and later by id; totals and tiers from the amounts
+    assert rows(f"select user_id, last_event_id, events, total_amount from {schema}.user_state") == [
+        ("u1", "e13", 5, 26),
+        ("u2", "e17", 4, 21),
+        ("u3", "e09", 3, 12),
+        ("u4", "e08", 2, 3),
+        ("u5", "e10", 1, 8),
+    ]
+    assert rows(f"select user_id, tier from {schema}.user_tiers") == [
+        ("u1", "gold"),
+        ("u2", "gold"),
+        ("u3", "basic"),
+        ("u4", "basic"),
+        ("u5", "basic"),
+    ]
+    assert rows(
+        f"select cast(event_date as string), events, amount from {schema}.daily_totals"
+    ) == [
+        ("2024-02-29", 1, 2),
+        ("2024-03-01", 7, 38),
+        ("2024-03-02", 4, 13),
+        ("2024-03-03", 5, 21),
+    ]
+
+
+def expect_failure(action: Any, *phrases: str) -> str:
+    """Run `action`, which must fail with a dbt error containing every phrase; the message."""
+    try:
+        action()
+    except DbtFailure as failure:
+        message = str(failure)
+        for phrase in phrases:
+            assert phrase in message, f"expected {phrase!r} in: {message}"
+        return message
+    raise AssertionError(f"expected a failure naming {phrases!r}, but it succeeded")
+
+
+def check_receipts(project: Project) -> None:
+    """A batch without its receipt is not read; a gap in the receipts stops the run."""
+    schema = f"{project.prefix}_receipts"
+    log_schema = f"{schema}_log"
+    reset(schema, log_schema)
+    project.deliver([1], log_schema)
+    project.deliver([2], log_schema, receipt=False)  # ingestion killed before its receipt
+    project.run(schema, log_schema)
+    assert rows(f"select distinct _ingestion_batch_id from {schema}.stg_events") == [(1,)]
+    project.deliver([3], log_schema)  # receipts 1 and 3: batch 2 is missing
+    expect_failure(
+        lambda: project.run(schema, log_schema),
+        "have a gap: batches 2 are missing",
+    )
+
+
+def check_column_change(project: Project) -> None:
+    """A model whose columns changed stops its incremental run, naming the difference."""
+    schema = f"{project.prefix}_columns"
+    log_schema = f"{schema}_log"
+    reset(schema, log_schema)
+    project.deliver([1], log_schema)
+    project.run(schema, log_schema)
+    project.deliver([2], log_schema)
+    expect_failure(
+        lambda: project.run(schema, log_schema, "--vars", "{add_column: true}"),
+        "has other columns than its model now (new in the model: added_column (int))",
+        "dbt build --full-refresh --select stg_events+",
+    )
+
+
+def check_run_lock(project: Project) -> None:
+    """A second run while the schema's lock is held changes nothing and names the holder;
+    released, the run goes ahead."""
+    schema = f"{project.prefix}_lock"
+    log_schema = f"{schema}_log"
+    reset(schema, log_schema)
+    project.deliver([1], log_schema)
+    project.dbt(
+        ["run-operation", "hold_run_lock", "--args", "{holder: other-run}"],
+        schema=schema,
+        log_schema=log_schema,
+    )
+    expect_failure(
+        lambda: project.run(schema, log_schema),
+        "is being built by another run",
+        "run other-run",
+    )
+    assert not spark().catalog.tableExists(f"{schema}.stg_events")
+    project.dbt(
+        ["run-operation", "kappa.release_run_lock", "--args", "{holder: other-run}"],
+        schema=schema,
+        log_schema=log_schema,
+    )
+    project.run(schema, log_schema)
+    assert rows(f"select count(*) from {schema}.stg_events") == [(5,)]
+
+
+def check_failed_write(project: Project) -> None:
+    """A model whose run fails just before its write is redone by the next run, which then
+    equals the full refresh (what the failed run recorded must not outlive it)."""
+    schema = f"{project.prefix}_failed_write"
+    full = f"{schema}_full"
+    log_schema = f"{schema}_log"
+    reset(schema, full, log_schema)
+    project.deliver([1, 2], log_schema)
+    project.run(schema, log_schema)
+    project.deliver([4, 5], log_schema)
+    os.environ["KAPPA_FAULT_POINT"] = "rolling_hour:before_write:fail"
+    try:
+        expect_failure(lambda: project.run(schema, log_schema), "kappa fault point")
+    finally:
+        os.environ.pop("KAPPA_FAULT_POINT")
+    project.run(schema, log_schema)
+    project.run(full, log_schema, "--full-refresh")
+    assert differences(schema, full) == {}
+
+
+# The checks of a copy, cheapest first (the mutation check stops at the first that fails).
+CHECKS = {
+    "receipts": check_receipts,
+    "column_change": check_column_change,
+    "run_lock": check_run_lock,
+    "failed_write": check_failed_write,
+    **{f"schedule_{name}": (lambda project, name=name: check_schedule(project, name)) for name in SCHEDULES},
+}

@@ -1,0 +1,41 @@
+"""The package's contract on hand-written batches: every mode built batch by batch in several
+arrival orders equals its full refresh (the late changes at the edges of each model's reach
+delivered alone among them), and each failure path stops the run with its one line."""
+
+from __future__ import annotations
+
+import pytest
+from contract_harness import (
+    SCHEDULES,
+    Project,
+    check_column_change,
+    check_failed_write,
+    check_receipts,
+    check_run_lock,
+    check_schedule,
+)
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.mark.parametrize("schedule", list(SCHEDULES))
+def test_incremental_builds_equal_the_full_refresh(package_copy: Project, schedule: str) -> None:
+    check_schedule(package_copy, schedule)
+
+
+def test_a_batch_without_receipt_waits_and_a_gap_in_the_receipts_stops_the_run(
+    package_copy: Project,
+) -> None:
+    check_receipts(package_copy)
+
+
+def test_a_changed_column_stops_the_incremental_run(package_copy: Project) -> None:
+    check_column_change(package_copy)
+
+
+def test_a_second_run_while_the_lock_is_held_changes_nothing(package_copy: Project) -> None:
+    check_run_lock(package_copy)
+
+
+def test_a_run_that_fails_before_a_write_is_redone_by_the_next(package_copy: Project) -> None:
+    check_failed_write(package_copy)

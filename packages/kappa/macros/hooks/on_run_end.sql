@@ -1,0 +1,11 @@
+{% macro on_run_end() %}
+    {#- The contract's bookkeeping after a run, as one on-run-end hook
+        (`on-run-end: ["{{ kappa.on_run_end() }}"]` in dbt_project.yml): the incremental ranges
+        of the run's models are committed to the ledger in one write, a model's older ledger
+        rows are merged when it has many, then the run lock is released. Renders no SQL. -#}
+    {%- if execute -%}
+        {%- do kappa._commit_consumed_batches() -%}
+        {%- do kappa._compact_batch_ledger() -%}
+        {%- do kappa.release_run_lock() -%}
+    {%- endif -%}
+{% endmacro %}

@@ -1,0 +1,49 @@
+{% macro _write_partitions(existing_relation, partitions, table_columns) %}
+    {#- Replace the given partitions (days or key buckets, from recomputed_partitions) of a
+        recomputing model, inside its materialization, computing the model's rows for them once,
+        straight into the table. A partition that comes out empty (two sessions merged into the
+        day before, a bucket whose keys were all deleted) ends up with no rows.
+
+        - Delta: one `insert into ... replace where <partition> in (...)`, a single atomic
+          commit: readers see the table before or after, never in between, and a crash leaves
+          the table as it was.
+        - Parquet: the partitions are dropped, then the rows are appended (`insert into`,
+          dynamic partitions). Why not overwrite: an overwrite leaves a partition alone when it
+          gets no rows, so the rows would have to be computed (and cached) first to find the
+          empty ones. A crash between the drop and the insert (fault point `after_drop`) leaves
+          those partitions missing until the next run, which repairs it: the ledger is not
+          committed, so it recomputes the same partitions (and any that newer batches reach).
+          Readers may see a partition missing or half written meanwhile (docs/guarantees.md). -#}
+    {%- set partition_column = (config.get('partition_by') if config.get('partition_by') is string
+        else config.get('partition_by')[0]) -%}
+    {%- set values -%}
+        {%- for value in partitions %}{{ kappa._partition_literal(model, value) }}{{ ", " if not loop.last }}{% endfor -%}
+    {%- endset -%}
+    {%- set columns = table_columns | map(attribute='quoted') | join(', ') -%}
+    {#- the model's rows of those partitions, in the table's column order -#}
+    {%- set partition_rows -%}
+        select {{ columns }}
+        from (
+            {{ compiled_code }}
+        ) as model_rows
+        where {{ partition_column }} in ({{ values }})
+    {%- endset -%}
+    {%- if config.get('file_format') == 'delta' -%}
+        {%- call statement('main') -%}
+            insert into {{ this }} replace where {{ partition_column }} in ({{ values }})
+            {{ partition_rows }}
+        {%- endcall -%}
+    {%- else -%}
+        {%- call statement('drop_recomputed_partitions') -%}
+            alter table {{ this }} drop if exists
+            {% for value in partitions -%}
+                partition ({{ partition_column }} = {{ kappa._partition_literal(model, value) }}){{ ", " if not loop.last }}
+            {%- endfor %}
+        {%- endcall -%}
+        {%- do kappa._fault_point('after_drop') -%}
+        {%- call statement('main') -%}
+            insert into {{ this }} partition ({{ partition_column }})
+            {{ partition_rows }}
+        {%- endcall -%}
+    {%- endif -%}
+{% endmacro %}
