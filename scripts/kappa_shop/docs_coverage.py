@@ -21,6 +21,7 @@ from typing import Any
 from kappa_shop.errors import KappaShopError
 
 PROJECT = "kappa_shop"
+CONTRACT_PACKAGE = "kappa"  # the contract, installed from packages/kappa
 # resource types whose nodes must be described (generic test instances describe themselves)
 DESCRIBED_NODES = ("model", "seed", "snapshot", "analysis")
 MACRO_SIGNATURE = re.compile(r"{%-?\s*(?:macro|test)\s+\w+\s*\((?P<arguments>[^)]*)\)", re.DOTALL)
@@ -110,7 +111,7 @@ def manifest_gaps(manifest: dict[str, Any], package: str = PROJECT) -> list[Gap]
         name = macro["name"]
         if _blank(macro.get("description")):
             gaps.append(
-                Gap(path, f"macro {name}", "no description (document it in macros/_macros.yml)")
+                Gap(path, f"macro {name}", "no description (document it in its macros/ YAML)")
             )
         documented = {argument["name"]: argument for argument in macro.get("arguments", [])}
         for argument in _signature_arguments(macro.get("macro_sql", "")):
@@ -166,7 +167,8 @@ def check(target_dir: Path, with_catalog: bool | None = None) -> list[Gap]:
     """Every gap the project's artifacts in `target_dir` show. The catalog is read when
     `with_catalog` is true, or when None and a catalog exists."""
     manifest = _read(target_dir / "manifest.json", "manifest", "run `dbt parse` first")
-    gaps = manifest_gaps(manifest)
+    # the project's own resources, and the macros of the contract's package (packages/kappa)
+    gaps = manifest_gaps(manifest) + manifest_gaps(manifest, CONTRACT_PACKAGE)
     catalog_path = target_dir / "catalog.json"
     if with_catalog or (with_catalog is None and catalog_path.is_file()):
         catalog = _read(catalog_path, "catalog", "run `dbt docs generate` after a build first")

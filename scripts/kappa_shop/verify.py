@@ -3,7 +3,9 @@
 1. Generate a log with every imperfection (seed, scale).
 2. Deliver its arrival batches in K rounds, in a random order (seeded): rounds of several
    batches, batches delivered before older ones, the stragglers-only batch (late events only)
-   and a round that redelivers an already delivered batch whole (duplicates only).
+   and a round that redelivers an already delivered batch whole (duplicates only); then two
+   rounds of one batch each with late events at the edges of every reach the models declare,
+   just inside and just outside it (kappa_shop.reach_edges).
 3. After each round: ingest, then an incremental `dbt build` (data tests included, unit tests
    left out: the proof must catch on its own what they would) into <prefix>_incremental.
    One round's build runs twice (idempotence); and at the end each model's last recorded run
@@ -36,9 +38,11 @@ from kappa_shop.errors import KappaShopError
 from kappa_shop.generator import GeneratorConfig, generate, read_manifest
 from kappa_shop.ingest import checkpoint_dir, ingest
 from kappa_shop.landing import deliver
+from kappa_shop.reach_edges import add_edge_batches, declared_reaches
 from kappa_shop.warehouse import Warehouse, checksums, columns
 
 REDELIVERY = "redelivery"
+REACH_EDGES = "reach edges"  # a batch of kappa_shop.reach_edges, delivered alone and last
 # When the proof's builds run the project's data tests: in every build, in the full refresh
 # only (the diff carries their verdict to the incremental tables it finds equal), or in none
 # (the diff alone)
@@ -81,7 +85,7 @@ class Round:
     """One delivery round: generator batches to land, or one batch to land again whole."""
 
     batches: tuple[int, ...]
-    kind: str = "arrival"  # or REDELIVERY
+    kind: str = "arrival"  # or REDELIVERY, or REACH_EDGES
 
 
 @dataclass
@@ -263,14 +267,19 @@ def _prepare(project: DbtProject, config: VerifyConfig, work_dir: Path) -> _Log:
     log_dir = work_dir / "log"
     generate(generated, log_dir, progress=lambda message: None)
     batches = [entry["batch"] for entry in read_manifest(log_dir)["batches"]]
+    # late events at the edges of every reach the models declare, each side a batch of its
+    # own, delivered alone after every other round
+    edges = add_edge_batches(log_dir, declared_reaches(project.invoke("parse", "--quiet")))
+    schedule = plan_schedule(batches, config.rounds, config.seed)
+    schedule += [Round((number,), REACH_EDGES) for number in edges]
     return _Log(
         raw_schema=raw_schema,
         incremental_schema=f"{prefix}_incremental",
         full_schema=f"{prefix}_full",
         log_dir=log_dir,
         landing_dir=work_dir / "landing",
-        batches=batches,
-        schedule=plan_schedule(batches, config.rounds, config.seed),
+        batches=batches + edges,
+        schedule=schedule,
     )
 
 
@@ -326,7 +335,7 @@ def verify(
         f"Proof: seed {config.seed}, ~{config.events:,} events, {len(batches)} arrival batches "
         f"in {len(schedule)} rounds: "
         + "  ".join(
-            ("re" if entry.kind == REDELIVERY else "")
+            {REDELIVERY: "re", REACH_EDGES: "edges"}.get(entry.kind, "")
             + "["
             + ",".join(str(number) for number in entry.batches)
             + "]"

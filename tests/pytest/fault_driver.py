@@ -7,9 +7,9 @@ A step, in order, each part optional:
    `--pause-ingest S`, ingestion pauses S seconds after each raw table write and says so, so
    that the test can kill it inside an ingestion batch);
 3. `--fault MODEL:POINT`: an incremental `dbt run` with that fault point armed
-   (KAPPA_FAULT_POINT, see packages/kappa/macros/recovery/_fault_point.sql); it pauses there and the test
-   kills it. `--fault none` runs without a fault (the test kills it on a timer instead);
-   `--full-refresh` makes that run a full refresh;
+   (KAPPA_FAULT_POINT, see the kappa package's recovery/_fault_point.sql); it pauses there
+   and the test kills it. `--fault none` runs without a fault (the test kills it on a timer
+   instead); `--full-refresh` makes that run a full refresh;
 4. `--final REPORT`: `dbt build` (every data test, conservation included), then
    `dbt run --full-refresh` of the same raw tables into `<schema>_full` and a diff of every
    model, written to REPORT as JSON.

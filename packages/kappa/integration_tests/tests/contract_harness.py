@@ -66,9 +66,7 @@ class Project:
         project.dbt(["deps", "--quiet"], schema="unused")
         return project
 
-    def dbt(
-        self, arguments: Sequence[str], schema: str, log_schema: str | None = None
-    ) -> Any:
+    def dbt(self, arguments: Sequence[str], schema: str, log_schema: str | None = None) -> Any:
         """Run one dbt command against `schema` (and the log in `log_schema`); raise
         DbtFailure with dbt's error messages when it fails."""
         from dbt.cli.main import dbtRunner
@@ -118,10 +116,12 @@ def reset(*schemas: str) -> None:
         spark().sql(f"drop schema if exists {schema} cascade")
 
 
-def differences(left_schema: str, right_schema: str) -> dict[str, tuple[int, int]]:
+def differences(
+    left_schema: str, right_schema: str, models: Sequence[str] = MODELS
+) -> dict[str, tuple[int, int]]:
     """Per model whose tables differ: (rows only in left, rows only in right), multiset-wise."""
     found = {}
-    for model in MODELS:
+    for model in models:
         left = spark().table(f"{left_schema}.{model}")
         right = spark().table(f"{right_schema}.{model}").select(*left.columns)
         only_left = left.exceptAll(right).count()
@@ -160,15 +160,13 @@ def check_hard_cases(schema: str) -> None:
     """What the full refresh of the whole log must hold, worked out by hand from the log."""
     # each of the 17 events once; the conflicting redelivery of e07 (amount 60) lost to the
     # original (the first delivery wins; in one batch, the smaller amount)
-    assert rows(f"select count(*), count(distinct event_id) from {schema}.stg_events") == [
-        (17, 17)
-    ]
+    assert rows(f"select count(*), count(distinct event_id) from {schema}.stg_events") == [(17, 17)]
     assert rows(f"select amount from {schema}.stg_events where event_id = 'e07'") == [(6,)]
     # e09 (u3, 00:05 on day two) has e04 (23:10) and the late e11 (23:40) of day one within
     # its hour
-    assert rows(f"select events_in_last_hour from {schema}.rolling_hour where event_id = 'e09'") == [
-        (3,)
-    ]
+    assert rows(
+        f"select events_in_last_hour from {schema}.rolling_hour where event_id = 'e09'"
+    ) == [(3,)]
     # first purchases: u1's moved to the late e15 (29 February); u4's to the late e12, which
     # leaves day two with none (its partition emptied); u5's on day three
     assert rows(f"select user_id, first_event_id from {schema}.first_purchases") == [
@@ -181,7 +179,9 @@ def check_hard_cases(schema: str) -> None:
     ]
     # u8 closed (alone in bucket 1, which is left empty); u2's latest is e17, tied in time
     # with e14 and later by id; totals and tiers from the amounts
-    assert rows(f"select user_id, last_event_id, events, total_amount from {schema}.user_state") == [
+    assert rows(
+        f"select user_id, last_event_id, events, total_amount from {schema}.user_state"
+    ) == [
         ("u1", "e13", 5, 26),
         ("u2", "e17", 4, 21),
         ("u3", "e09", 3, 12),
@@ -225,7 +225,9 @@ def check_receipts(project: Project) -> None:
     project.deliver([1], log_schema)
     project.deliver([2], log_schema, receipt=False)  # ingestion killed before its receipt
     project.run(schema, log_schema)
-    assert rows(f"select distinct _ingestion_batch_id from {schema}.stg_events") == [(1,)]
+    assert rows(f"select distinct _ingestion_batch_id from {schema}.stg_events") == [(1,)], (
+        "a batch without its receipt was read"
+    )
     project.deliver([3], log_schema)  # receipts 1 and 3: batch 2 is missing
     expect_failure(
         lambda: project.run(schema, log_schema),
@@ -292,7 +294,9 @@ def check_failed_write(project: Project) -> None:
         os.environ.pop("KAPPA_FAULT_POINT")
     project.run(schema, log_schema)
     project.run(full, log_schema, "--full-refresh")
-    assert differences(schema, full) == {}
+    assert differences(schema, full) == {}, (
+        "after the failed run, the tables differ from the full refresh"
+    )
 
 
 # The checks of a copy, cheapest first (the mutation check stops at the first that fails).
@@ -301,5 +305,8 @@ CHECKS = {
     "column_change": check_column_change,
     "run_lock": check_run_lock,
     "failed_write": check_failed_write,
-    **{f"schedule_{name}": (lambda project, name=name: check_schedule(project, name)) for name in SCHEDULES},
+    **{
+        f"schedule_{name}": (lambda project, name=name: check_schedule(project, name))
+        for name in SCHEDULES
+    },
 }

@@ -26,11 +26,21 @@ class Mutant:
     caught_by: str  # the check of contract_harness.CHECKS that must fail
 
 
+RECORD = (
+    "{% do kappa._record_consumed_batches("
+    "this, first_batch_id, last_batch_id, full_refresh, partitions) %}"
+)
 MUTANTS = (
     Mutant(
         "wrong_first_batch",
         "a model's first new batch is one too far: a batch is skipped",
-        (("plan/_first_new_batch.sql", "kappa.consumed_through(this) + 1", "kappa.consumed_through(this) + 2"),),
+        (
+            (
+                "plan/_first_new_batch.sql",
+                "kappa.consumed_through(this) + 1",
+                "kappa.consumed_through(this) + 2",
+            ),
+        ),
         "schedule_reach_edges",
     ),
     Mutant(
@@ -80,15 +90,15 @@ MUTANTS = (
         (
             (
                 "materializations/exact_incremental.sql",
-                "{% do kappa._record_consumed_batches(this, first_batch_id, last_batch_id, full_refresh, partitions) %}",
+                RECORD,
                 "",
             ),
             (
                 "materializations/exact_incremental.sql",
                 "{%- do kappa._fault_point('before_write') -%}",
                 "{%- if full_refresh or first_batch_id <= last_batch_id -%}"
-                "{% do kappa._record_consumed_batches(this, first_batch_id, last_batch_id, full_refresh, partitions) %}"
-                "{%- endif -%}{%- do kappa._fault_point('before_write') -%}",
+                + RECORD
+                + "{%- endif -%}{%- do kappa._fault_point('before_write') -%}",
             ),
         ),
         "failed_write",
@@ -96,7 +106,13 @@ MUTANTS = (
     Mutant(
         "bucket_dropped",
         "a touched key bucket (bucket 0) is left out of the plan",
-        (("plan/_recomputed_buckets.sql", "where bucket is not null", "where bucket is not null and bucket != 0"),),
+        (
+            (
+                "plan/_recomputed_buckets.sql",
+                "where bucket is not null",
+                "where bucket is not null and bucket != 0",
+            ),
+        ),
         "schedule_reach_edges",
     ),
     Mutant(
@@ -117,8 +133,8 @@ MUTANTS = (
         (
             (
                 "plan/_recomputed_days.sql",
-                "\"' and last_batch_id >= \" ~ first_batch_id ~ \")\"",
-                "\"' and last_batch_id > \" ~ first_batch_id ~ \")\"",
+                '"\' and last_batch_id >= " ~ first_batch_id ~ ")"',
+                '"\' and last_batch_id > " ~ first_batch_id ~ ")"',
             ),
         ),
         "schedule_reach_edges",
@@ -129,8 +145,8 @@ MUTANTS = (
         (
             (
                 "plan/_recomputed_buckets.sql",
-                "\"' and last_batch_id >= \" ~ first_batch_id ~ \")\"",
-                "\"' and last_batch_id > \" ~ first_batch_id ~ \")\"",
+                '"\' and last_batch_id >= " ~ first_batch_id ~ ")"',
+                '"\' and last_batch_id > " ~ first_batch_id ~ ")"',
             ),
         ),
         "schedule_shuffled",
@@ -167,8 +183,14 @@ MUTANTS = (
     ),
     Mutant(
         "lock_ignored",
-        "a run goes ahead while another holds the schema's run lock",
-        (("lock/_acquire_run_lock.sql", "{%- if live | length > 0 -%}", "{%- if false -%}"),),
+        "a live holder of the schema's run lock is taken for a crashed one: the run goes ahead",
+        (
+            (
+                "lock/_run_lock_holders.sql",
+                "{%- do live.append(row) -%}",
+                "{%- do stale.append(row) -%}",
+            ),
+        ),
         "run_lock",
     ),
 )
@@ -195,6 +217,7 @@ def test_the_integration_tests_catch_the_seeded_bug(
     try:
         CHECKS[mutant.caught_by](project)
     except AssertionError as caught:
-        print(f"{mutant.name}: caught by {mutant.caught_by}: {str(caught).splitlines()[0][:200]}")
+        said = (str(caught).strip() or type(caught).__name__).splitlines()[0]
+        print(f"{mutant.name}: caught by {mutant.caught_by}: {said[:200]}")
         return
     pytest.fail(f"{mutant.name} ({mutant.bug}) passed {mutant.caught_by}: the proof missed it")
