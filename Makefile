@@ -34,10 +34,9 @@ $(STAMP): constraints.txt pyproject.toml
 	@touch $@
 
 # Hadoop's local file system without a `chmod` process for every file and directory Spark
-# writes, and the embedded Hive metastore's store with its table look-ups cached (java/;
-# README, "Why a jar of our own"): compiled against the Hadoop and Hive of the PySpark wheel,
-# and used by the embedded targets (profiles.yml) through KAPPA_SHOP_HADOOP_JAR. Needs the
-# JDK's javac and jar, installed from Debian's packages when missing.
+# writes (java/; README, "Why a jar of our own"): compiled against the Hadoop of the PySpark
+# wheel, and used by the embedded targets (profiles.yml) through KAPPA_SHOP_HADOOP_JAR. Needs
+# the JDK's javac and jar, installed from Debian's packages when missing.
 HADOOP_JAR   := $(VENV)/jars/kappa-shop-hadoop.jar
 JAVA_SOURCES := $(sort $(wildcard java/kappa_shop/*/*.java))
 export KAPPA_SHOP_HADOOP_JAR ?= $(CURDIR)/$(HADOOP_JAR)

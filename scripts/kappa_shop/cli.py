@@ -480,7 +480,7 @@ def _bench(arguments: argparse.Namespace, project: object) -> int:
 def _check_target(project: object) -> int:
     from kappa_shop.dbt import DbtProject
     from kappa_shop.delta import delta_version
-    from kappa_shop.spark import check_master_reachable, local_file_system, metastore_store
+    from kappa_shop.spark import check_master_reachable, local_file_system
     from kappa_shop.warehouse import table_names
 
     assert isinstance(project, DbtProject)
@@ -503,19 +503,6 @@ def _check_target(project: object) -> int:
                 if file_system.startswith("kappa_shop.")
                 else " (Hadoop's own, which forks `chmod` for every file it writes: run "
                 "`make setup` and set KAPPA_SHOP_HADOOP_JAR to the jar it builds)"
-            )
-        )
-        store, caching = metastore_store(project.spark())
-        print(
-            f"ok: target {target!r}: metastore look-ups through {store}"
-            + (
-                ", cached between changes"
-                if caching
-                else " with its cache off (a Hive store method it does not know: named on stderr "
-                "when Spark started)"
-                if store.startswith("kappa_shop.")
-                else " (Hive's own, uncached: run `make setup` and set KAPPA_SHOP_HADOOP_JAR to "
-                "the jar it builds)"
             )
         )
         print(_class_archive_line(project.spark(), target))

@@ -153,17 +153,6 @@ def local_file_system(spark: Any) -> str:
     return str(file_system.getClass().getName())
 
 
-def metastore_store(spark: Any) -> tuple[str, bool]:
-    """The class of the embedded Hive metastore's store (`hive.metastore.rawstore.impl`), and
-    whether it keeps table look-ups in memory (the project's CachingObjectStore, enabled)."""
-    store = spark.conf.get(
-        "spark.hadoop.hive.metastore.rawstore.impl", "org.apache.hadoop.hive.metastore.ObjectStore"
-    )
-    if store != "kappa_shop.metastore.CachingObjectStore":
-        return str(store), False
-    return str(store), bool(spark._jvm.kappa_shop.metastore.CachingObjectStore.enabled())
-
-
 def check_metastore_free(metastore: Path, wait: float = 0.0) -> None:
     """Refuse, in one line, to start a second Spark process on an embedded metastore.
 
