@@ -16,7 +16,7 @@ export SPARK_CONF_DIR ?= $(CURDIR)/conf
 export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
 
 .DEFAULT_GOAL := help
-.PHONY: help setup check browser run test test-cluster lint parse docs-check lineage pytest verify \
+.PHONY: help setup jdk check browser run test test-cluster lint parse docs-check lineage pytest verify \
 	docs-serve bench slim-ci dbt clean distclean lock
 
 help: ## list the targets
@@ -33,40 +33,35 @@ $(STAMP): constraints.txt pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-# Hadoop's local file system without a `chmod` process for every file and directory Spark
-# writes (java/; README, "Why a jar of our own"): compiled against the Hadoop of the PySpark
-# wheel, and used by the embedded targets (profiles.yml) through KAPPA_SHOP_HADOOP_JAR. Needs
-# the JDK's javac and jar, installed from Debian's packages when missing.
-HADOOP_JAR   := $(VENV)/jars/kappa-shop-hadoop.jar
-JAVA_SOURCES := $(sort $(wildcard java/kappa_shop/*/*.java))
-export KAPPA_SHOP_HADOOP_JAR ?= $(CURDIR)/$(HADOOP_JAR)
+# The fast start: one opt-in, off by default, that nothing depends on (docs/fast-start.md).
+# `make ... KAPPA_SHOP_FAST_START=1` (or the variable exported) builds into .venv/fast-start/
+# Hadoop's local file system without a `chmod` process per file (java/), a class-data sharing
+# archive of Spark's classes, and a Spark properties file naming both; every Spark that make
+# starts then reads the file, through PySpark's PYSPARK_SUBMIT_ARGS (kappa_shop/fast_start.py).
+# Off, nothing is built and Spark starts as it comes.
+KAPPA_SHOP_FAST_START ?=
+FAST_START := $(filter 1,$(KAPPA_SHOP_FAST_START))
+FAST_START_DIR := $(abspath $(VENV))/fast-start
+FAST_START_CONF := $(FAST_START_DIR)/spark-fast-start.conf
+ifdef FAST_START
+export KAPPA_SHOP_FAST_START
+export PYSPARK_SUBMIT_ARGS ?= --properties-file $(FAST_START_CONF) --load-spark-defaults pyspark-shell
+endif
 
-$(HADOOP_JAR): $(STAMP) $(JAVA_SOURCES)
-	@command -v javac >/dev/null && command -v jar >/dev/null || { \
-	  echo "Installing Debian's JDK 17 (javac, jar) to compile java/"; \
+$(FAST_START_CONF): $(STAMP) $(wildcard java/kappa_shop/hadoop/*.java) scripts/kappa_shop/fast_start.py scripts/kappa_shop/class_archive.py | jdk
+	@echo "Building the fast start into $(FAST_START_DIR) (about a minute)"
+	$(BIN)/python -m kappa_shop.fast_start $(FAST_START_DIR) >$(VENV)/fast-start.log 2>&1 || \
+	  { tail -n 20 $(VENV)/fast-start.log; exit 1; }
+
+# The JDK's javac, for the fast start's jar (its build, and the tests that build it), installed
+# from Debian's packages when missing
+jdk:
+	@command -v javac >/dev/null || { \
+	  echo "Installing Debian's JDK 17 (javac) to compile java/"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; }
-	@rm -rf $(VENV)/jars && mkdir -p $(VENV)/jars/classes
-	javac --release 17 -d $(VENV)/jars/classes \
-	  -cp "$$($(BIN)/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars/*" \
-	  $(JAVA_SOURCES)
-	jar cf $@ -C $(VENV)/jars/classes .
 
-# A class-data sharing archive of Spark's classes: every embedded Spark (dbt, kappa-shop,
-# the tests) maps them from it instead of loading them from the jars, and starts about 7 s
-# faster (kappa_shop/class_archive.py; README, "A faster start"). The embedded targets use
-# it through these two variables (profiles.yml); a JVM that cannot use it starts as usual.
-CLASS_ARCHIVE := $(VENV)/jars/kappa-shop-classes.jsa
-export KAPPA_SHOP_CLASS_ARCHIVE ?= $(CURDIR)/$(CLASS_ARCHIVE)
-export KAPPA_SHOP_SPARK_JARS ?= $(CURDIR)/$(VENV)/lib/python3.11/site-packages/pyspark/jars
-
-$(CLASS_ARCHIVE): $(HADOOP_JAR) profiles.yml
-	@echo "Writing $@: Spark's classes for a faster start (about a minute)"
-	$(BIN)/python -m kappa_shop.class_archive $@ 2>$(VENV)/jars/class-archive.log || \
-	  { tail -n 20 $(VENV)/jars/class-archive.log; exit 1; }
-
-# (`make ... KAPPA_SHOP_CLASS_ARCHIVE=`: no archive written or used, for a JVM that cannot write one)
-setup: $(STAMP) $(HADOOP_JAR) $(if $(KAPPA_SHOP_CLASS_ARCHIVE),$(CLASS_ARCHIVE)) ## create the virtualenv, install the pinned dependencies, build java/ and the class archive
+setup: $(STAMP) $(if $(FAST_START),$(FAST_START_CONF)) ## create the virtualenv and install the pinned dependencies (and the fast start, with KAPPA_SHOP_FAST_START=1)
 
 check: setup ## check the machine: Java 17 for Spark
 	@$(BIN)/kappa-shop check
@@ -91,8 +86,8 @@ lint: setup ## sqlfluff on the SQL (sparksql), ruff on the Python
 	$(BIN)/ruff check scripts tests
 	$(BIN)/ruff format --check scripts tests
 
-# dbt parse starts no Spark: the virtualenv is all it needs, not the jar or the class archive
-# (so a check run in a copy of the project with this VENV never rebuilds them under others)
+# dbt parse starts no Spark: the virtualenv is all it needs, never the fast start (so a check
+# run in a copy of the project with this VENV never rebuilds it under others)
 parse: $(STAMP) ## dbt parse with warnings as errors
 	$(BIN)/dbt --warn-error parse --quiet
 
@@ -103,7 +98,7 @@ docs-check: parse ## fail on anything undocumented, or a lineage picture that is
 lineage: parse ## redraw docs/lineage.svg (the README's picture of the DAG) from the manifest
 	$(BIN)/kappa-shop lineage
 
-pytest: setup ## the pytest suite but the cluster tests: builds the project on a real Spark session
+pytest: setup jdk ## the pytest suite but the cluster tests: builds the project on a real Spark session
 	$(BIN)/pytest -m "not cluster"
 
 test-cluster: check ## the cluster tests: a Spark cluster on 127.0.0.1, the proof on it, stopped

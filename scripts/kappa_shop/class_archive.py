@@ -1,35 +1,28 @@
-"""A class-data sharing archive of Spark's classes, so that each embedded Spark starts faster.
+"""A class-data sharing archive of Spark's classes, so that each embedded Spark starts faster:
+half of the fast start (kappa_shop.fast_start, docs/fast-start.md), off by default.
 
 Every dbt command, `kappa-shop` command and test process of the embedded targets starts a
-JVM that loads and verifies some 20,000 of Spark's classes before it runs a statement: 15 s
-here from nothing to a first query, and the suite starts about fifty of them. Java's
+JVM that loads and verifies some 20,000 of Spark's classes before it runs a statement. Java's
 class-data sharing maps those classes, already parsed and verified, from an archive file.
-Measured here: a Spark session's start 9.2-10.3 s without it, 5.1-6.7 s with it; its first
-statements 5.8-6.5 s against 3.4 s.
 
-`make setup` writes the archive (`python -m kappa_shop.class_archive ARCHIVE`) after the
-jar of java/: Spark is started once with the `local` target's settings in a scratch directory
-(a metastore and warehouse of its own), runs the kinds of statement a dbt run does, and the
-JVM writes every class it loaded from the class path to ARCHIVE when it exits
-(`-XX:ArchiveClassesAtExit`). The embedded targets of profiles.yml then start Spark with
-`-XX:SharedArchiveFile` (KAPPA_SHOP_CLASS_ARCHIVE, which the Makefile exports).
+`python -m kappa_shop.fast_start` writes the archive: Spark is started once with the `local`
+target's settings and the fast start's class path, in a scratch directory (a metastore and
+warehouse of its own), runs the kinds of statement a dbt run does, and the JVM writes every
+class it loaded from the class path to the archive when it exits (`-XX:ArchiveClassesAtExit`).
+The fast start's properties file then starts Spark with `-XX:SharedArchiveFile`.
 
 The archive only speeds things up. A JVM that cannot use it (no file, or one written for
 other jars: the JVM checks the class path and every jar's size and time) loads its classes as
-usual; the profile turns off the JVM's warning about that (`-Xlog:cds...=off`), so that
-stderr stays as it was. `make setup` writes it again when the virtualenv, the jar or
-profiles.yml change.
+usual, and says nothing about it (`-Xlog:cds...=off`).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,7 +32,6 @@ from kappa_shop.cluster import process_alive
 from kappa_shop.errors import KappaShopError
 from kappa_shop.spark import prepare_scratch_directory, profile_output, session_for_output
 
-ENVIRONMENT_VARIABLE = "KAPPA_SHOP_CLASS_ARCHIVE"
 # Statements of the kinds dbt's materializations and our macros run, so that the classes they
 # need are loaded (and archived): a Hive database and partitioned parquet tables, dynamic
 # partition overwrite, windows, aggregates, joins, JSON, describe and show.
@@ -73,28 +65,18 @@ WORKLOAD = (
 )
 
 
-def write_archive(archive: Path, profiles_dir: Path, target: str = "local") -> int:
-    """Start Spark as `target` does, with `-XX:ArchiveClassesAtExit=archive`, in a scratch
-    directory; run WORKLOAD; end the JVM and wait for it to write the archive. Returns the
-    archive's size in bytes.
-
-    The class path must be the one the target starts Spark with, archive or not: the profile
-    renders it from KAPPA_SHOP_HADOOP_JAR and KAPPA_SHOP_SPARK_JARS (both exported by the
-    Makefile), with KAPPA_SHOP_CLASS_ARCHIVE set to `archive`."""
-    for name in ("KAPPA_SHOP_HADOOP_JAR", "KAPPA_SHOP_SPARK_JARS"):
-        if not os.environ.get(name):
-            raise KappaShopError(f"{name} is not set: run this through `make setup`")
-    os.environ[ENVIRONMENT_VARIABLE] = str(archive)
+def write_archive(
+    archive: Path, profiles_dir: Path, fast_start: dict[str, str], target: str = "local"
+) -> int:
+    """Start Spark as `target` does, with the fast start's settings `fast_start` (its class
+    path: the JVM maps an archive only for a class path that begins as this one) and
+    `-XX:ArchiveClassesAtExit=archive`, in a scratch directory; run WORKLOAD; end the JVM and
+    wait for it to write the archive. Returns the archive's size in bytes."""
     output = profile_output(profiles_dir, target)
-    settings = dict(output.get("server_side_parameters") or {})
-    options = " ".join(
-        option
-        for option in str(settings.get("spark.driver.extraJavaOptions", "")).split()
-        if not option.startswith(("-XX:SharedArchiveFile", "-Xlog:cds"))
-    )
+    settings = {**(output.get("server_side_parameters") or {}), **fast_start}
     # (the JVM names each class it cannot archive, such as those of signed jars: not errors)
-    settings["spark.driver.extraJavaOptions"] = (
-        f"{options} -XX:ArchiveClassesAtExit={archive} -Xlog:cds=error -Xlog:cds+dynamic=error"
+    settings["spark.driver.defaultJavaOptions"] = (
+        f"-XX:ArchiveClassesAtExit={archive} -Xlog:cds=error -Xlog:cds+dynamic=error"
     )
     archive.parent.mkdir(parents=True, exist_ok=True)
     archive.unlink(missing_ok=True)
@@ -169,25 +151,3 @@ def _wait_for_exit(pid: int, timeout: float) -> None:
         if time.monotonic() > deadline:
             raise KappaShopError(f"Spark's JVM (pid {pid}) did not exit in {timeout:.0f} s")
         time.sleep(0.2)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("archive", type=Path, help="the archive file to write")
-    arguments = parser.parse_args()
-    profiles_dir = Path(os.environ.get("DBT_PROFILES_DIR", Path.cwd()))
-    started = time.monotonic()
-    try:
-        size = write_archive(arguments.archive.resolve(), profiles_dir)
-    except KappaShopError as error:
-        print(f"kappa-shop: error: {error}", file=sys.stderr)
-        return 1
-    print(
-        f"Wrote {arguments.archive} ({size / 2**20:,.0f} MiB of Spark's classes) in "
-        f"{time.monotonic() - started:.0f} s"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -480,6 +480,7 @@ def _bench(arguments: argparse.Namespace, project: object) -> int:
 def _check_target(project: object) -> int:
     from kappa_shop.dbt import DbtProject
     from kappa_shop.delta import delta_version
+    from kappa_shop.fast_start import FILE_SYSTEM
     from kappa_shop.spark import check_master_reachable, local_file_system
     from kappa_shop.warehouse import table_names
 
@@ -498,12 +499,7 @@ def _check_target(project: object) -> int:
         file_system = local_file_system(project.spark())
         print(
             f"ok: target {target!r}: local files through {file_system}"
-            + (
-                ""
-                if file_system.startswith("kappa_shop.")
-                else " (Hadoop's own, which forks `chmod` for every file it writes: run "
-                "`make setup` and set KAPPA_SHOP_HADOOP_JAR to the jar it builds)"
-            )
+            + (" (the fast start's: docs/fast-start.md)" if file_system == FILE_SYSTEM else "")
         )
         print(_class_archive_line(project.spark(), target))
     delta = delta_version(output.get("server_side_parameters") or {})
@@ -522,23 +518,21 @@ def _check_target(project: object) -> int:
 
 
 def _class_archive_line(spark: object, target: str) -> str:
-    """Whether the embedded Spark maps its classes from the class archive (README, "A faster
-    start"): a JVM that cannot use it starts more slowly and says nothing."""
-    from kappa_shop.class_archive import ENVIRONMENT_VARIABLE, archive_status
+    """Whether the embedded Spark maps its classes from the fast start's class archive
+    (docs/fast-start.md): a JVM that cannot use it starts as usual and says nothing."""
+    from kappa_shop.class_archive import archive_status
 
     archive, in_use = archive_status(spark)
     if archive is None:
-        return (
-            f"ok: target {target!r}: Spark loads its classes from its jars ({ENVIRONMENT_VARIABLE}"
-            " is not set: no class archive, a slower start)"
-        )
+        return f"ok: target {target!r}: Spark loads its classes from its jars (no class archive)"
     if in_use:
         return f"ok: target {target!r}: Spark maps its classes from the class archive {archive}"
     if in_use is None:
         return f"ok: target {target!r}: class archive {archive} (whether Java uses it is unknown)"
     return (
         f"note: target {target!r}: the class archive {archive} is not in use (missing, or written"
-        " for other jars or another Java): delete it and run `make setup` to write it again"
+        f" for other jars or another Java): delete {Path(archive).parent} and run `make setup"
+        " KAPPA_SHOP_FAST_START=1` to build it again"
     )
 
 

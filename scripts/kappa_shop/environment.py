@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from kappa_shop import fast_start
 from kappa_shop.errors import KappaShopError
 
 MINIMUM_JAVA_MAJOR = 17
@@ -104,6 +105,8 @@ def prepare_process_environment(project_root: Path) -> None:
     - DBT_PROFILES_DIR: the profiles.yml in the repository.
     - SPARK_LOCAL_IP: bind Spark to loopback (no listening on other interfaces).
     - SPARK_CONF_DIR: conf/, whose log4j2.properties keeps Spark at WARN.
+    - PYSPARK_SUBMIT_ARGS: the fast start's, when KAPPA_SHOP_FAST_START=1 (kappa_shop.fast_start,
+      docs/fast-start.md); nothing when it is off, the default.
 
     It also makes the project root the working directory: Spark resolves the warehouse and
     the metastore (relative paths in profiles.yml) against it, so `--project-dir` from
@@ -113,4 +116,5 @@ def prepare_process_environment(project_root: Path) -> None:
     os.environ.setdefault("DBT_PROFILES_DIR", str(project_root))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("SPARK_CONF_DIR", str(project_root / "conf"))
+    fast_start.apply_from_environment()
     (project_root / "logs").mkdir(exist_ok=True)

@@ -10,6 +10,7 @@ starts once. For the `cluster` target it is a Spark application on the cluster's
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -20,6 +21,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from kappa_shop import fast_start
 from kappa_shop.delta import check_delta_pin, jars_unavailable
 from kappa_shop.errors import KappaShopError
 
@@ -84,7 +86,6 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
         settings = dict(output.get("server_side_parameters") or {})
         settings["spark.sql.ansi.enabled"] = "false"  # as dbt-spark forces it
         hive = True
-        check_class_path(str(settings.get("spark.driver.extraClassPath") or ""), target)
     elif method == "thrift":
         settings = dict(output.get("ingestion_spark_conf") or {})
         if "spark.master" not in settings:
@@ -111,15 +112,17 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
         builder = builder.enableHiveSupport()
     for key, value in settings.items():
         builder = builder.config(str(key), str(value))
-    if delta is None:
-        return builder.getOrCreate()
-    try:
-        return builder.getOrCreate()
-    except Exception as error:  # Spark's JVM did not start: Ivy could not resolve the jars
-        reason = jars_unavailable(delta)
-        if reason is None:
-            raise
-        raise KappaShopError(f"target {target!r} needs Delta Lake {delta}: {reason}") from error
+    # (the fast start, when on, is the embedded targets' alone: docs/fast-start.md)
+    with contextlib.nullcontext() if hive else fast_start.left_out():
+        if delta is None:
+            return builder.getOrCreate()
+        try:
+            return builder.getOrCreate()
+        except Exception as error:  # Spark's JVM did not start: Ivy could not resolve the jars
+            reason = jars_unavailable(delta)
+            if reason is None:
+                raise
+            raise KappaShopError(f"target {target!r} needs Delta Lake {delta}: {reason}") from error
 
 
 def prepare_scratch_directory(directory: Path, profiles_dir: Path) -> None:
@@ -128,19 +131,6 @@ def prepare_scratch_directory(directory: Path, profiles_dir: Path) -> None:
     Derby's log) resolve there as in the project."""
     (directory / "conf").symlink_to(profiles_dir.resolve() / "conf")
     (directory / "logs").mkdir()
-
-
-def check_class_path(class_path: str, target: str) -> None:
-    """Refuse, in one line, a driver class path entry that is not there: the embedded targets
-    put the jar of java/ on it (KAPPA_SHOP_HADOOP_JAR, built by `make setup`), whose file
-    system `fs.file.impl` names; without the jar, Spark would fail at its first file with a
-    ClassNotFoundException."""
-    for entry in filter(None, class_path.split(os.pathsep)):
-        if "*" not in entry and not Path(entry).is_file():
-            raise KappaShopError(
-                f"target {target!r} puts {entry} on Spark's class path, and it is not there: "
-                "build it with `make setup` (KAPPA_SHOP_HADOOP_JAR names it)"
-            )
 
 
 def local_file_system(spark: Any) -> str:

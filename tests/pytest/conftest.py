@@ -34,6 +34,14 @@ NOT_COPIED = shutil.ignore_patterns(
 SMALL_PROOF = VerifyConfig(seed=3, events=600, rounds=2, data_tests="full-refresh")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The fast start's switch, read as `kappa-shop` reads it (docs/fast-start.md): with
+    KAPPA_SHOP_FAST_START=1, every Spark of the run uses the one `make setup` built."""
+    from kappa_shop import fast_start
+
+    fast_start.apply_from_environment()
+
+
 def copy_project(destination: Path) -> Path:
     """A copy of the repository (sources only), for a process of its own."""
     shutil.copytree(REPO_ROOT, destination, ignore=NOT_COPIED)
@@ -41,25 +49,29 @@ def copy_project(destination: Path) -> Path:
     return destination
 
 
-def subprocess_environment(root: Path, **settings: str) -> dict[str, str]:
+def subprocess_environment(root: Path, **settings: str | None) -> dict[str, str]:
     """The environment of a kappa-shop or dbt subprocess working in the project copy `root`:
     its profiles, Spark bound to loopback, the default schema and target unless `settings`
-    say otherwise."""
+    say otherwise (a setting of None leaves the variable out)."""
     environment = dict(os.environ)
     environment.update(
         DBT_PROFILES_DIR=str(root),
         SPARK_CONF_DIR=str(root / "conf"),
         SPARK_LOCAL_IP="127.0.0.1",
-        **settings,
     )
     for name in ("KAPPA_SHOP_SCHEMA", "KAPPA_SHOP_TARGET"):
         if name not in settings:
             environment.pop(name, None)
+    for name, value in settings.items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
     return environment
 
 
 def run_in(
-    root: Path, command: list[str], timeout: float = 600, **settings: str
+    root: Path, command: list[str], timeout: float = 600, **settings: str | None
 ) -> subprocess.CompletedProcess:
     """A command run in the project copy `root`, in its environment (subprocess_environment
     with `settings`), its output captured; the caller checks the exit status."""
@@ -75,7 +87,7 @@ def run_in(
 
 
 def kappa_shop_in(
-    root: Path, *arguments: str, timeout: float = 600, **settings: str
+    root: Path, *arguments: str, timeout: float = 600, **settings: str | None
 ) -> subprocess.CompletedProcess:
     """`kappa-shop ARGUMENTS` run in the project copy `root` (see run_in)."""
     return run_in(root, [sys.executable, "-m", "kappa_shop", *arguments], timeout, **settings)
@@ -125,6 +137,26 @@ def spark(project_copy: Path) -> Iterator[Any]:
         os.chdir(previous_directory)
         os.environ.clear()
         os.environ.update(previous_environment)
+
+
+@pytest.fixture(scope="session")
+def fast_start_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of a fast start (docs/fast-start.md) for the tests of it: the one this run
+    uses when it is opted in (`make ... KAPPA_SHOP_FAST_START=1`, whose PYSPARK_SUBMIT_ARGS name
+    it), else one built here, in a copy of the project, as `make setup KAPPA_SHOP_FAST_START=1`
+    builds it (about a minute)."""
+    from kappa_shop import fast_start
+
+    directory = fast_start.in_use()
+    if directory is not None:
+        return directory
+    directory = tmp_path_factory.mktemp("fast-start")
+    root = copy_project(tmp_path_factory.mktemp("fast-start-build") / "kappa_shop")
+    result = run_in(
+        root, [sys.executable, "-m", "kappa_shop.fast_start", str(directory)], timeout=900
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return directory
 
 
 @pytest.fixture(scope="session")
