@@ -91,9 +91,13 @@ def _valid_events(log_dir: Path, manifest: dict[str, Any]) -> dict[str, list[dic
                     try:
                         record = json.loads(line)
                         record["_at"] = _parse_time(record["event_time"])
-                    except (ValueError, KeyError, TypeError):
+                        well_formed = all(
+                            isinstance(record[field], str) and record[field]
+                            for field in ("event_id", "event_type", "key")
+                        ) and isinstance(record["payload"], dict)
+                    except (ValueError, KeyError, TypeError, AttributeError):
                         continue  # malformed on purpose: not a model for a copy
-                    if isinstance(record.get("payload"), dict) and record.get("key"):
+                    if well_formed:
                         events[topic].append(record)
     for records in events.values():
         records.sort(key=lambda record: (record["_at"], record["event_id"]))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+SEED_SCHEMA = "kappa_it_seeds"  # where every copy's seed log is (dbt_project.yml, +schema)
 MODELS = (
     "stg_events",
     "daily_totals",
@@ -90,13 +91,30 @@ class Project:
         self.dbt(["seed", "--quiet"], schema=f"{self.prefix}_seed")
 
     def deliver(self, arrivals: Sequence[int], log_schema: str, receipt: bool = True) -> None:
-        """Ingest the log's rows of `arrivals` as the next ingestion batch of `log_schema`."""
-        arguments = {"arrivals": list(arrivals), "receipt": receipt}
-        self.dbt(
-            ["run-operation", "deliver", "--args", str(arguments)],
-            schema=f"{self.prefix}_seed",
-            log_schema=log_schema,
+        """Ingest the seed log's rows of `arrivals` as the next ingestion batch of
+        `log_schema`, as an ingestion job would: the rows under a new `_ingestion_batch_id`,
+        then its receipt (`receipt=False`: a batch whose ingestion was killed before it)."""
+        session = spark()
+        session.sql(f"create schema if not exists {log_schema}")
+        session.sql(
+            f"create table if not exists {log_schema}.raw_events (event_id string, user_id string,"
+            " kind string, event_at timestamp, amount int, _ingestion_batch_id bigint)"
+            " using parquet partitioned by (_ingestion_batch_id)"
         )
+        session.sql(
+            f"create table if not exists {log_schema}.ingestion_batches"
+            " (ingestion_batch_id bigint) using parquet"
+        )
+        last = session.sql(
+            f"select coalesce(max(_ingestion_batch_id), 0) from {log_schema}.raw_events"
+        ).first()[0]
+        session.sql(
+            f"insert into {log_schema}.raw_events partition (_ingestion_batch_id = {last + 1})"
+            " select event_id, user_id, kind, cast(event_at as timestamp), cast(amount as int)"
+            f" from {SEED_SCHEMA}.events where arrival in ({', '.join(map(str, arrivals))})"
+        )
+        if receipt:
+            session.sql(f"insert into {log_schema}.ingestion_batches values ({last + 1})")
 
     def run(self, schema: str, log_schema: str, *extra: str) -> Any:
         """`dbt run` of every model into `schema`, reading the log in `log_schema`."""
