@@ -61,7 +61,15 @@ jdk:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; }
 
-setup: $(STAMP) $(if $(FAST_START),$(FAST_START_CONF)) ## create the virtualenv and install the pinned dependencies (and the fast start, with KAPPA_SHOP_FAST_START=1)
+# The dbt packages of packages.yml (the contract, packages/kappa: a `local:` entry, which dbt
+# deps links into dbt_packages/, so edits to the package need no reinstall).
+DEPS := dbt_packages/.installed-$(shell cat packages.yml | cksum | cut -d' ' -f1)
+$(DEPS): $(STAMP) packages.yml
+	@rm -rf dbt_packages
+	$(BIN)/dbt deps --quiet
+	@touch $@
+
+setup: $(STAMP) $(DEPS) $(if $(FAST_START),$(FAST_START_CONF)) ## create the virtualenv, install the pinned dependencies and the dbt packages (and the fast start, with KAPPA_SHOP_FAST_START=1)
 
 check: setup ## check the machine: Java 17 for Spark
 	@$(BIN)/kappa-shop check
@@ -83,12 +91,12 @@ browser: ## install Debian's chromium for the docs-site browser test, when missi
 
 lint: setup ## sqlfluff on the SQL (sparksql), ruff on the Python
 	$(BIN)/sqlfluff lint models tests/dbt
-	$(BIN)/ruff check scripts tests
-	$(BIN)/ruff format --check scripts tests
+	$(BIN)/ruff check scripts tests packages
+	$(BIN)/ruff format --check scripts tests packages
 
 # dbt parse starts no Spark: the virtualenv is all it needs, never the fast start (so a check
 # run in a copy of the project with this VENV never rebuilds it under others)
-parse: $(STAMP) ## dbt parse with warnings as errors
+parse: $(STAMP) $(DEPS) ## dbt parse with warnings as errors
 	$(BIN)/dbt --warn-error parse --quiet
 
 docs-check: parse ## fail on anything undocumented, or a lineage picture that is not current
