@@ -1,6 +1,6 @@
 {% macro _commit_consumed_batches() %}
     {#- On-run-end hook: commit to each schema's ledger, in one statement, the incremental
-        ranges that this invocation's models recorded (record_consumed_batches), after every
+        ranges that this invocation's models recorded (_record_consumed_batches), after every
         model's table is written and while the run still holds the schema's run lock. The
         write replaces the partitions (model, first batch) it writes, so a range recorded again
         after a crash replaces itself. Both partition columns are dynamic: Spark lists the

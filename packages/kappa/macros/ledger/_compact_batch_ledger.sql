@@ -1,7 +1,7 @@
 {% macro _compact_batch_ledger() %}
     {#- On-run-end hook, after commit_consumed_batches: keep the target schema's batch ledger
         from growing with every run. Each run adds one row per model, and every run reads the
-        whole ledger (ledger_ranges) and lists its partitions (the commit), so without this
+        whole ledger (_ledger_ranges) and lists its partitions (the commit), so without this
         both would cost more with every run, for ever.
 
         A model with more rows than its limit (ledger_compact_limit: 11 to 20 with var
@@ -10,14 +10,14 @@
         1..L, where L is the last batch of
         the last row that no downstream model still needs: the models downstream of it read
         its rows of the batches after the ones they consumed (the days or buckets it
-        recomputed, recomputed_days and recomputed_buckets), so only rows wholly before the
+        recomputed, _recomputed_days and _recomputed_buckets), so only rows wholly before the
         least consumed of them may go. The model's latest row is always kept as it is (what
         its last run did). A compacted row records no partitions; nothing reads them again
         (a model built later starts from a full refresh).
 
         Two statements for the whole schema: the compacted rows are written (each replaces its
         model's row of batch 1), then the rows they cover are dropped. A run that dies between
-        the two leaves rows inside a compacted row's range: ledger_ranges leaves them out, so
+        the two leaves rows inside a compacted row's range: _ledger_ranges leaves them out, so
         the consumed ranges stay one unbroken range, and the next compaction drops them.
         Renders no SQL. -#}
     {%- if execute and flags.WHICH in ('run', 'build') -%}

@@ -1,5 +1,5 @@
 {% macro _ledger_compact_limit(model_name) %}
-    {#- How many ledger rows `model_name` may have before compact_batch_ledger merges them: a
+    {#- How many ledger rows `model_name` may have before _compact_batch_ledger merges them: a
         number between half of var `kappa_ledger_compact_after` (rounded down) plus one and
         the var itself, fixed per model by a hash of its name (md5). Every model gains one row a
         run, all from the same full refresh, so one limit for all would have them all

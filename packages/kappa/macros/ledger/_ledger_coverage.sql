@@ -1,8 +1,8 @@
 {% macro _ledger_coverage(schema_name) %}
     {#- A schema's batch ledger for a FROM clause, each row with `covered`: true for a row that
-        lies inside its model's compacted row (a row compact_batch_ledger merged but, killed
+        lies inside its model's compacted row (a row _compact_batch_ledger merged but, killed
         between its two statements, did not drop). Such a row is not part of the model's
-        consumed range: ledger_ranges leaves it out and the next compaction drops it. One rule
+        consumed range: _ledger_ranges leaves it out and the next compaction drops it. One rule
         for both, so they never disagree on which rows count. -#}
     (
         select

@@ -1,9 +1,9 @@
 {% macro _ledger_ranges(schema_name) %}
     {#- The consumed range of every model in a schema's batch ledger, read once per invocation
-        (run_state): a dictionary from model name to its runs, first batch, last batch and the
-        number of batches its runs cover. record_consumed_batches keeps it current as models
+        (_run_state): a dictionary from model name to its runs, first batch, last batch and the
+        number of batches its runs cover. _record_consumed_batches keeps it current as models
         commit. On-run-start reads the target schema's before dbt's threads start. Rows inside
-        a compacted row's range (compact_batch_ledger, killed between its two statements) are
+        a compacted row's range (_compact_batch_ledger, killed between its two statements) are
         left out. -#}
     {% if not execute %}
         {{ return({}) }}

@@ -2,16 +2,16 @@
     {#- Record the batches a run of a model consumed, after the model's table is written. A
         model that recomputes days or buckets also records which it rewrote (none = all of
         them), so that its own downstream models know what changed. The invocation's copy of
-        the ledger (ledger_ranges) is updated at once, for the models downstream.
+        the ledger (_ledger_ranges) is updated at once, for the models downstream.
 
         - A full refresh is committed to the ledger table here and now: the model's earlier
           ranges are dropped and its one range written (rare; downstream models must learn of
           a rebuild even if the run dies before its end).
         - An incremental range waits, with every other incremental range of the invocation, for
-          commit_consumed_batches (on-run-end), which writes them in one statement: one ledger
+          _commit_consumed_batches (on-run-end), which writes them in one statement: one ledger
           write per run instead of one per model (each cost a Spark job and a metastore update,
           about a tenth of an incremental run's statement time at 10M). Until then the models
-          of this invocation read it through ledger_rows. A run that dies before its end
+          of this invocation read it through _ledger_rows. A run that dies before its end
           commits none of its incremental ranges: the next run redoes them, rewriting the same
           partitions, as when a model died between its write and its commit. -#}
     {% set ranges = kappa._ledger_ranges(relation.schema) %}

@@ -2,8 +2,8 @@
     {#- The last ingestion batch the model behind `relation` has consumed (0 if none). Its
         ledger ranges must tile 1..N with no gap or overlap; anything else is an error, never
         passed over. Asked many times per model (each kappa.in_new_batches(), the materialization,
-        every child's available_through): answered from the schema's ledger as read once per
-        invocation and kept current by record_consumed_batches (ledger_ranges). -#}
+        every child's _available_through): answered from the schema's ledger as read once per
+        invocation and kept current by _record_consumed_batches (_ledger_ranges). -#}
     {% if not execute %}
         {{ return(0) }}
     {% endif %}

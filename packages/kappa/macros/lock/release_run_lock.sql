@@ -1,5 +1,5 @@
 {% macro release_run_lock(holder=none) %}
-    {#- On-run-end hook: release this run's run lock (see acquire_run_lock). As an operation,
+    {#- On-run-end hook: release this run's run lock (see _acquire_run_lock). As an operation,
         release the lock of a run that crashed on a shared server without waiting for it to
         expire: dbt run-operation release_run_lock --args '{holder: <run id>}'. Renders no
         SQL. -#}

@@ -77,7 +77,7 @@
     {%- elif full_refresh -%}
         {#- built under a name of its own and renamed into place when complete: a run killed
             mid-write leaves the old table and its ledger as they were (and a table that
-            drop_build_leftovers drops), never files without a table, which would block the
+            _drop_build_leftovers drops), never files without a table, which would block the
             next create -#}
         {%- set build_relation = this.incorporate(path={
             'identifier': this.identifier ~ '__kappa_build_' ~ invocation_id.replace('-', '')[:12]
