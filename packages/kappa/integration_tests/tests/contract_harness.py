@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 SEED_SCHEMA = "kappa_it_seeds"  # where every copy's seed log is (dbt_project.yml, +schema)
@@ -328,3 +330,24 @@ CHECKS = {
         for name in SCHEDULES
     },
 }
+
+
+# The fixture every test module imports (a module of its own, not a conftest.py: the shop's
+# suite imports its own conftest by that name, and pytest collects both in one run).
+@pytest.fixture(scope="session")
+def package_copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
+    """The package and its integration project copied to a directory of their own (where
+    this process's Spark keeps its metastore if it starts here), installed and seeded."""
+    root = tmp_path_factory.mktemp("kappa_package")
+    previous_directory = Path.cwd()
+    previous_environment = dict(os.environ)
+    os.chdir(root)  # Spark resolves its warehouse and metastore against the cwd
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    try:
+        project = Project.copy_of(PACKAGE_ROOT, root / "kappa", prefix="kit")
+        project.seed()
+        yield project
+    finally:
+        os.chdir(previous_directory)
+        os.environ.clear()
+        os.environ.update(previous_environment)

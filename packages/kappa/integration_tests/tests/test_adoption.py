@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from contract_harness import PACKAGE_ROOT, Project, differences, reset, rows, spark
+from contract_harness import PACKAGE_ROOT, Project, differences, package_copy, reset, rows, spark  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.spark
 

@@ -5,7 +5,7 @@ delivered alone among them), and each failure path stops the run with its one li
 from __future__ import annotations
 
 import pytest
-from contract_harness import (
+from contract_harness import (  # noqa: F401 (package_copy: a fixture)
     SCHEDULES,
     Project,
     check_column_change,
@@ -13,6 +13,7 @@ from contract_harness import (
     check_receipts,
     check_run_lock,
     check_schedule,
+    package_copy,
 )
 
 pytestmark = pytest.mark.spark

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from contract_harness import CHECKS, PACKAGE_ROOT, Project
+from contract_harness import CHECKS, PACKAGE_ROOT, Project, package_copy  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.spark
 
