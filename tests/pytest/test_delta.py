@@ -127,8 +127,10 @@ def _models_built(stdout: str) -> dict[str, int]:
 def _partition_values(predicate: str) -> set[str]:
     """The values a `replace where` predicate names, as the ledger records them: `(session_date
     IN (DATE '2024-03-01', ...))` gives {'2024-03-01', ...}, `(order_bucket IN (0L, 3L))` {'0',
-    '3'}."""
-    listed = re.fullmatch(r"\(\w+ IN \((.*)\)\)", predicate)
+    '3'}; Delta writes a list of one value as an equality, `(order_bucket = 6L)` {'6'}."""
+    listed = re.fullmatch(r"\(\w+ IN \((.*)\)\)", predicate) or re.fullmatch(
+        r"\(\w+ = (.*)\)", predicate
+    )
     assert listed, predicate
     return {
         re.sub(r"^DATE '(.*)'$|^(\d+)L$", lambda match: match[1] or match[2], value.strip())
