@@ -47,12 +47,13 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, 
     print(format_report(report))
     assert report.passed, format_report(report)
     assert any(entry.kind == REDELIVERY for entry in report.schedule)
-    # seven builds: each round's, the second build of one round, the replay and the full
-    # refresh (4 + 3); every data test in the last
+    # nine builds: each round's (4, and the 2 reach-edge rounds), the second build of one
+    # round, the replay and the full refresh; every data test in the last
     labels = [label for label, _ in report.data_tests_run]
     assert labels[-2:] == ["replay of the last runs", "full refresh"], labels
     counts = [count for _, count in report.data_tests_run]
-    assert counts[:6] == [0] * 6 and counts[6] >= 200, report.data_tests_run
+    assert len(counts) == 9, report.data_tests_run
+    assert counts[:8] == [0] * 8 and counts[8] >= 200, report.data_tests_run
     by_model = {diff.model: diff for diff in report.diffs}
     assert len(by_model) >= 16
     for model in ("stg_web__events", "stg_log__quarantined_records", "ingestion_lateness"):
@@ -133,7 +134,9 @@ def test_ledger_compaction_limits_are_spread_over_the_models(spark, project_copy
         path.stem for path in (project_copy / "models").rglob("*.sql") if "bench" not in path.parts
     )
     inline = (
-        "{% for name in " + json.dumps(models) + " %}{{ ledger_compact_limit(name) }} {% endfor %}"
+        "{% for name in "
+        + json.dumps(models)
+        + " %}{{ kappa._ledger_compact_limit(name) }} {% endfor %}"
     )
 
     def limits(compact_after: int) -> list[int]:
@@ -209,11 +212,12 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(
     # process, on its warm SparkSession, whose warehouse and metastore are the project copy's:
     # seed 7's schemas are no other test's.)
     project = copy_project(tmp_path / "broken-project")
-    macro = project / "macros" / "incremental" / "in_new_batches.sql"
+    # (the copy's installed package: dbt reads dbt_packages/kappa, a copy of packages/kappa)
+    macro = project / "dbt_packages" / "kappa" / "macros" / "predicates" / "in_new_batches.sql"
     text = macro.read_text()
-    correct = "between {{ first_new_batch() }} and"
+    correct = "between {{ kappa._first_new_batch() }} and"
     assert text.count(correct) == 1  # the bug below must really be planted
-    macro.write_text(text.replace(correct, "between {{ first_new_batch() + 1 }} and"))
+    macro.write_text(text.replace(correct, "between {{ kappa._first_new_batch() + 1 }} and"))
     monkeypatch.chdir(Path.cwd())  # (the command makes the copy its working directory)
 
     status = main(
@@ -230,7 +234,8 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(
     builds = re.findall(
         r"(round \d+(?:, built again)?|replay of the last runs|full refresh) (\d+)", tested[1]
     )
-    assert len(builds) == 5 and {count for _, count in builds} == {"0"}, tested[0]
+    # 2 rounds and 2 reach-edge rounds, one built again, the replay, the full refresh
+    assert len(builds) == 7 and {count for _, count in builds} == {"0"}, tested[0]
     assert "DIFFERENT" in out
     assert "Proof FAILED" in out
     assert "the proof failed for seed(s) 7" in err
