@@ -4,15 +4,25 @@ On a small random log, a late event rarely lands where a bug in how far a change
 show: just before a day boundary, close enough to change the next day's rows, in a batch that
 touches nothing else near it. This module appends two arrival batches to a generated log, built
 from every reach the days models declare (`input_reach` in the dbt manifest, plus the day
-boundary itself, reach 0), for each stream that has events near a boundary:
+boundary itself, reach 0), for each stream that has events near a midnight B. Each copy is of
+a real event e (same key, payload and type; a new event id), moved:
 
-- **inside**: for a reach of R before, a copy of a real event e that lies less than R after a
-  midnight B (same key, payload and type; a new event id), moved to 1 second before B: it lies
-  on the day before, and day B's rows that read the R before them change. For a reach of A
-  after, a copy of an event that lies less than A before B, moved to A - 1 second after B (day
-  B-1's windows that end after midnight change). For reach 0, a copy moved to B exactly.
-- **outside**: the same copies moved just past the reach (B - R - 1 ms; B + A + 1 ms; B - 1 ms):
-  they change their own day only.
+- **inside** a reach of R before: e lies less than R after B; the copy goes to 1 second
+  before B. It lies on the day before, and day B's rows that read the R before them change.
+  **Outside**: to B - R - 1 ms, where it changes its own day only.
+- **inside** a reach of A after: e lies less than A before B; the copy goes to A - 1 second
+  after B, and day B-1's windows that end after midnight change. **Outside**: B + A + 1 ms.
+- the boundary itself (reach 0): a copy of an event of B's first hour to B exactly (inside),
+  and to 1 ms before B (outside).
+
+The batches are split by the side of a midnight the copies land on, not by inside and
+outside. The first holds every copy at or after a midnight Ba: no new event of it lies on day
+Ba-1, so only a reach of A after can make a run recompute that day. The second, delivered
+last, every copy before a midnight Bb: no new event of it lies on day Bb, so only a reach of
+R before can make a run recompute that day. Ba is another midnight than Bb when the log has
+one (a log of two days has one midnight): the second batch lands on day Bb-1, and were that
+day Ba-1, the run of the second would recompute it and hide a miss of the first. (The proof
+compares the tables once, at the end: a day a bug missed must not be recomputed after it.)
 
 The proof delivers each batch alone, after every other round, so each is late and alone.
 """
@@ -109,48 +119,93 @@ def _near(records: list[dict[str, Any]], start: datetime, end: datetime) -> list
     return [record for record in records if start <= record["_at"] < end]
 
 
-def _copies(
-    records: list[dict[str, Any]], reaches: Iterable[Reach]
-) -> tuple[list[tuple[dict, datetime]], list[tuple[dict, datetime]]]:
-    """For one topic: (inside copies, outside copies), each an original and its new time."""
-    inside: list[tuple[dict, datetime]] = []
-    outside: list[tuple[dict, datetime]] = []
+def _midnights(events: dict[str, list[dict[str, Any]]]) -> list[datetime]:
+    """The midnights inside the log's event times (every day start but the first)."""
     midnight = {"hour": 0, "minute": 0, "second": 0, "microsecond": 0}
-    boundaries = sorted({record["_at"].replace(**midnight) for record in records})[1:]
+    days = {record["_at"].replace(**midnight) for records in events.values() for record in records}
+    return sorted(days)[1:]
+
+
+def _copies_at(
+    records: list[dict[str, Any]], reaches: Iterable[Reach], boundary: datetime
+) -> list[tuple[dict, datetime]]:
+    """For one topic and the midnight `boundary`: every copy (an original and its new time),
+    inside and outside each reach that has an event to copy."""
+    copies: list[tuple[dict, datetime]] = []
     second, millisecond = timedelta(seconds=1), timedelta(milliseconds=1)
     for reach in reaches:
         before, after = timedelta(seconds=reach.before), timedelta(seconds=reach.after)
-        for boundary in reversed(boundaries):  # the latest boundary with a fitting event
-            if reach.after:
-                near = _near(records, boundary - after, boundary)
-                times = (boundary + after - second, boundary + after + millisecond)
-            elif reach.before:
-                near = _near(records, boundary, boundary + before - second)
-                times = (boundary - second, boundary - before - millisecond)
-            else:  # the boundary itself: a copy of an event of the first hour
-                near = _near(records, boundary, boundary + timedelta(hours=1))
-                times = (boundary, boundary - millisecond)
-            if near:
-                inside.append((near[0], times[0]))
-                outside.append((near[0], times[1]))
-                break
-    return inside, outside
+        if reach.after:
+            near = _near(records, boundary - after, boundary)
+            times = (boundary + after - second, boundary + after + millisecond)
+        elif reach.before:
+            near = _near(records, boundary, boundary + before - second)
+            times = (boundary - second, boundary - before - millisecond)
+        else:  # the boundary itself: a copy of an event of the first hour
+            near = _near(records, boundary, boundary + timedelta(hours=1))
+            times = (boundary, boundary - millisecond)
+        if near:
+            copies += [(near[0], moment) for moment in times]
+    return copies
+
+
+def _edge_batches(
+    events: dict[str, list[dict[str, Any]]], reaches: list[Reach]
+) -> list[tuple[str, datetime, dict[str, list[tuple[dict, datetime]]]]]:
+    """The two batches of copies, in the order they are delivered: (side, midnight, copies by
+    topic). First the copies at or after a midnight Ba, then those before a midnight Bb, each
+    the midnight with the most such copies (the latest of those), Ba another than Bb when the
+    log has another with copies."""
+    candidates = []
+    for boundary in _midnights(events):
+        copies = {
+            topic: _copies_at(records, reaches, boundary) for topic, records in events.items()
+        }
+        sides = {
+            side: {
+                topic: [(original, moment) for original, moment in planned if keep(moment)]
+                for topic, planned in copies.items()
+            }
+            for side, keep in (
+                ("before", lambda moment, b=boundary: moment < b),
+                ("after", lambda moment, b=boundary: moment >= b),
+            )
+        }
+        candidates.append((boundary, sides))
+
+    def count(side: str, sides: dict) -> int:
+        return sum(len(planned) for planned in sides[side].values())
+
+    def best(side: str, other_than: datetime | None = None) -> tuple | None:
+        ranked = [
+            (count(side, sides), boundary, sides[side])
+            for boundary, sides in candidates
+            if count(side, sides) and boundary != other_than
+        ]
+        return max(ranked, key=lambda entry: entry[:2], default=None)
+
+    before = best("before")
+    if before is None:
+        return []
+    after = best("after", other_than=before[1]) or best("after")
+    batches = [("after", after[1], after[2])] if after else []
+    return [*batches, ("before", before[1], before[2])]
 
 
 def add_edge_batches(log_dir: Path, reaches: list[Reach]) -> list[int]:
-    """Append the inside and the outside batch to the log at `log_dir` (files and manifest);
-    their batch numbers. A stream with no event near a boundary gets no copy."""
+    """Append the two batches of copies (_edge_batches) to the log at `log_dir` (files and
+    manifest); their batch numbers, in the order they are to be delivered. A stream with no
+    event near a midnight gets no copy; a log without a midnight, no batch."""
     manifest = read_manifest(log_dir)
     events = _valid_events(log_dir, manifest)
     next_offset = dict(manifest["partition_end_offsets"])
     numbers = []
-    planned = {topic: _copies(records, reaches) for topic, records in events.items()}
-    for side in (0, 1):  # inside, then outside
+    for side, boundary, copies in _edge_batches(events, reaches):
         number = max(entry["batch"] for entry in manifest["batches"]) + 1
         directory = f"batch={number:06d}"
         by_partition: dict[tuple[str, int], list[str]] = defaultdict(list)
-        for topic, copies in planned.items():
-            for index, (original, moment) in enumerate(copies[side]):
+        for topic, planned in copies.items():
+            for index, (original, moment) in enumerate(planned):
                 partition = original["partition"]
                 offset = next_offset[f"{topic}/{partition}"] + len(by_partition[(topic, partition)])
                 record = {key: value for key, value in original.items() if key != "_at"}
@@ -176,7 +231,7 @@ def add_edge_batches(log_dir: Path, reaches: list[Reach]) -> list[int]:
                 "records": sum(records_by_topic.values()),
                 "records_by_topic": dict(records_by_topic),
                 "stragglers_only": True,
-                "reach_edges": ("inside", "outside")[side],
+                "reach_edges": f"{side} {_format_time(boundary)}",
             }
         )
         numbers.append(number)

@@ -5,7 +5,8 @@
    batches, batches delivered before older ones, the stragglers-only batch (late events only)
    and a round that redelivers an already delivered batch whole (duplicates only); then two
    rounds of one batch each with late events at the edges of every reach the models declare,
-   just inside and just outside it (kappa_shop.reach_edges).
+   just inside and just outside it, around one midnight: the first round's all before it, the
+   second's at or after it (kappa_shop.reach_edges).
 3. After each round: ingest, then an incremental `dbt build` (data tests included, unit tests
    left out: the proof must catch on its own what they would) into <prefix>_incremental.
    One round's build runs twice (idempotence); and at the end each model's last recorded run

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -204,6 +205,49 @@ def test_schedules_shuffle_and_redeliver():
     redelivered = next(entry for entry in schedule if entry.kind == REDELIVERY).batches[0]
     before = schedule[: schedule.index(next(e for e in schedule if e.kind == REDELIVERY))]
     assert redelivered in {number for entry in before for number in entry.batches}
+
+
+def test_the_reach_edge_batches_keep_each_side_of_a_midnight_apart(tmp_path):
+    # (a days model with a reach of one hour before, one of 30 minutes after, and the
+    # boundary itself), over four days: the first batch's copies all lie at or after one
+    # midnight, the second's (delivered last) all before another, so that only the reach can
+    # make a run recompute the day on the other side, and the second cannot recompute the day
+    # the first tests
+    from kappa_shop.generator import GeneratorConfig, generate, read_manifest
+    from kappa_shop.reach_edges import Reach, add_edge_batches
+
+    generate(GeneratorConfig(seed=2, events=3000, days=4.0), tmp_path, progress=lambda _: None)
+    last = max(entry["batch"] for entry in read_manifest(tmp_path)["batches"])
+    reaches = [Reach(), Reach(before=3600), Reach(after=1800)]
+    assert add_edge_batches(tmp_path, reaches) == [last + 1, last + 2]
+    batches = read_manifest(tmp_path)["batches"][-2:]
+    (first, after_midnight), (second, before_midnight) = (
+        entry["reach_edges"].split() for entry in batches
+    )
+    assert (first, second) == ("after", "before")
+    assert after_midnight != before_midnight
+    assert after_midnight.endswith("T00:00:00.000Z") and before_midnight.endswith("T00:00:00.000Z")
+    times = []
+    for entry in batches:
+        files = sorted((tmp_path / entry["directory"]).rglob("*.jsonl"))
+        lines = [json.loads(line) for path in files for line in path.read_text().splitlines()]
+        assert len(lines) == entry["records"] > 0
+        times.append(sorted(line["event_time"] for line in lines))
+    after, before = times
+    assert after_midnight <= after[0] and before[-1] < before_midnight
+    # the day the first batch tests (the one before its midnight) gets nothing from the second
+    tested = (datetime.fromisoformat(after_midnight[:10]) - timedelta(days=1)).date().isoformat()
+    assert not [moment for moment in before if moment.startswith(tested)]
+    day = before_midnight[:10]
+    previous = (datetime.fromisoformat(day) - timedelta(days=1)).date().isoformat()
+    # inside the hour before: 1 s before midnight; outside it: 1 h 1 ms before; the boundary
+    # itself: 1 ms before; and around the other midnight: at it, 29:59 and 30:00.001 after it
+    assert f"{previous}T23:59:59.000Z" in before
+    assert f"{previous}T22:59:59.999Z" in before
+    assert f"{previous}T23:59:59.999Z" in before
+    assert after_midnight in after
+    assert f"{after_midnight[:11]}00:29:59.000Z" in after
+    assert f"{after_midnight[:11]}00:30:00.001Z" in after
 
 
 def test_the_proof_fails_when_the_incremental_filter_is_broken(
