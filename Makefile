@@ -16,13 +16,15 @@ export SPARK_CONF_DIR ?= $(CURDIR)/conf
 export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
 
 .DEFAULT_GOAL := help
-.PHONY: help setup jdk check browser run test test-cluster lint parse docs-check lineage pytest verify \
+.PHONY: help setup jdk check browser run test test-fast test-cluster lint parse docs-check lineage pytest pytest-fast pytest-cluster verify \
 	docs-serve bench slim-ci dbt clean distclean lock
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 $(STAMP): constraints.txt pyproject.toml
+	@test "$(abspath $(VENV))" = "$(CURDIR)/.venv" || { echo "make: $(VENV) belongs to another \
+	  directory and is not set up for its pyproject.toml: run make setup there"; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || \
 	  { echo "make: Python 3.11 is required as '$(PYTHON)' (set PYTHON=/path/to/python3.11)"; exit 1; }
 	@echo "Setting up $(VENV) (the first time downloads and builds PySpark, ~450 MB: a few minutes)"
@@ -77,7 +79,13 @@ check: setup ## check the machine: Java 17 for Spark
 run: check ## load the sample log, dbt build, dbt docs generate, print a summary
 	$(BIN)/kappa-shop build
 
-test: check browser lint parse docs-check pytest ## lint, dbt parse, docs coverage and lineage, pytest (all but the cluster tests)
+# Each part of `make test` and `make test-fast` is timed; the times (and each test module's) are
+# printed at the end (tests/parts.py), so that every run's log shows where its minutes went.
+test: check browser ## lint, dbt parse, docs coverage and lineage, pytest (all but the cluster tests)
+	@$(BIN)/python tests/parts.py lint parse docs-check pytest
+
+test-fast: check ## the quick loop: lint, parse, docs checks, the tests that start no Spark, the package's integration tests
+	@$(BIN)/python tests/parts.py lint parse docs-check pytest-fast
 
 # The docs-site test opens the generated docs in Debian's Chromium (a downloaded browser cannot
 # run here). Installed from Debian's packages when missing (as root, or through sudo).
@@ -109,7 +117,15 @@ lineage: parse ## redraw docs/lineage.svg (the README's picture of the DAG) from
 pytest: setup jdk ## the pytest suite but the cluster tests: builds the project on a real Spark session
 	$(BIN)/pytest -m "not cluster"
 
+PACKAGE_TESTS := packages/kappa/integration_tests/tests
+pytest-fast: setup
+	$(BIN)/pytest -m "not spark" tests/pytest
+	$(BIN)/pytest $(PACKAGE_TESTS)/test_contract.py $(PACKAGE_TESTS)/test_adoption.py
+
 test-cluster: check ## the cluster tests: a Spark cluster on 127.0.0.1, the proof on it, stopped
+	@$(BIN)/python tests/parts.py pytest-cluster
+
+pytest-cluster: setup
 	$(BIN)/pytest -m cluster
 
 SEEDS  ?= 1,2,3

@@ -8,6 +8,7 @@ ingestion and in-process dbt command of the run reuses it.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -32,6 +33,21 @@ NOT_COPIED = shutil.ignore_patterns(
 # full refresh are then compared with the same on the local target (small_local_reference).
 # Its data tests run in the full refresh, as in every proof of the suite.
 SMALL_PROOF = VerifyConfig(seed=3, events=600, rounds=2, data_tests="full-refresh")
+
+
+# The fixtures that start Spark, in this process or in a process of their own: every test that
+# uses one (directly or through another fixture) is marked `spark`, which `make test-fast`
+# leaves out. A test that starts Spark without one of them is marked in its module.
+SPARK_FIXTURES = frozenset(
+    ("spark", "delta_proof", "format_switch", "faulted", "bench", "cluster", "fast_start_build")
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `spark` every test of this suite that uses a fixture of SPARK_FIXTURES."""
+    for item in items:
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.spark)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -119,9 +135,28 @@ def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy_project(tmp_path_factory.mktemp("project") / "kappa_shop")
 
 
+@functools.cache
+def suite_has_delta() -> str | None:
+    """Why the suite's Spark cannot have Delta Lake (its jars neither fetchable nor in Ivy's
+    cache), or None when it can."""
+    from kappa_shop.delta import delta_version, jars_unavailable
+    from kappa_shop.spark import profile_output
+
+    settings = profile_output(REPO_ROOT, "local_delta")["server_side_parameters"]
+    return jars_unavailable(delta_version(settings) or "")
+
+
 @pytest.fixture(scope="session")
 def spark(project_copy: Path) -> Iterator[Any]:
-    """The one SparkSession of this process, started in the project copy."""
+    """The one SparkSession of this process, started in the project copy.
+
+    It starts with the settings of the `local_delta` target (those of `local` plus Delta's
+    jars, session extension and catalog), so that dbt commands on `local` (parquet) and on
+    `local_delta` run in it alike: Delta's catalog hands every table that is not a Delta table
+    to Spark's own session catalog, and dbt applies each target's runtime settings to the
+    session it finds. `local` exactly as `make run` starts it, without Delta, runs in the
+    tests' subprocesses (faults, ingestion kills, the benchmark). Without Delta's jars, the
+    session is `local`'s and the Delta tests skip."""
     from kappa_shop.spark import session_for
 
     previous_directory = Path.cwd()
@@ -132,7 +167,7 @@ def spark(project_copy: Path) -> Iterator[Any]:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ.pop("KAPPA_SHOP_SCHEMA", None)
     try:
-        yield session_for(project_copy, "local")
+        yield session_for(project_copy, "local" if suite_has_delta() else "local_delta")
     finally:
         os.chdir(previous_directory)
         os.environ.clear()

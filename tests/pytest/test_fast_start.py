@@ -138,6 +138,7 @@ def test_the_embedded_targets_hold_only_sparks_own_settings():
         assert "-XX:" not in settings["spark.driver.extraJavaOptions"]
 
 
+@pytest.mark.spark
 def test_off_spark_is_spark_as_it_comes(tmp_path):
     report, classes, _ = _probe(tmp_path, PYSPARK_SUBMIT_ARGS=None, KAPPA_SHOP_FAST_START=None)
     assert report["rows"] == 5
