@@ -2,12 +2,13 @@
 kill it with SIGKILL wherever it pauses.
 
 A step, in order, each part optional:
-1. `--batches 3,4`: land those arrival batches of the log and ingest them;
-2. `--fault MODEL:POINT`: an incremental `dbt run` with that fault point armed
+1. `--recover`: a plain incremental `dbt run`, which must repair whatever a killed step left;
+2. `--batches 3,4`: land those arrival batches of the log and ingest them;
+3. `--fault MODEL:POINT`: an incremental `dbt run` with that fault point armed
    (KAPPA_FAULT_POINT, see the kappa package's recovery/_fault_point.sql); it pauses there
    and the test kills it. `--fault none` runs without a fault (the test kills it on a timer
    instead); `--full-refresh` makes that run a full refresh;
-3. `--final REPORT`: `dbt build` (every data test, conservation included), then
+4. `--final REPORT`: `dbt build` (every data test, conservation included), then
    `dbt run --full-refresh` of the same raw tables into `<schema>_full` and a diff of every
    model, written to REPORT as JSON.
 
@@ -39,6 +40,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--landing", type=Path, required=True)
+    parser.add_argument("--recover", action="store_true")
     parser.add_argument("--batches", default="")
     parser.add_argument("--fault", default="")
     parser.add_argument("--full-refresh", action="store_true")
@@ -48,6 +50,9 @@ def main() -> int:
     project = DbtProject(root=Path.cwd())
     schema = project.schema
     raw_vars = ("--vars", json.dumps({"raw_schema": project.raw_schema}))
+    if arguments.recover:
+        project.invoke("run", *raw_vars, "--quiet")
+        _say("recovery run done")
     if arguments.batches:
         batches = [int(number) for number in arguments.batches.split(",")]
         deliver(arguments.log, arguments.landing, batches)
