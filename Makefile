@@ -1,5 +1,6 @@
 # The two commands: `make run` and `make test`. Both create the virtualenv on first use.
-# (`make test-cluster` runs the cluster tests, which `make test` leaves out: README, "Tests".)
+# (`make test` runs everything, the cluster tests included; `make test-fast` is the quick loop:
+# README, "Tests".)
 # Everything runs from this directory; Spark's metastore and warehouse live here (git-ignored).
 
 PYTHON ?= python3.11
@@ -81,8 +82,8 @@ run: check ## load the sample log, dbt build, dbt docs generate, print a summary
 
 # Each part of `make test` and `make test-fast` is timed; the times (and each test module's) are
 # printed at the end (tests/parts.py), so that every run's log shows where its minutes went.
-test: check browser ## lint, dbt parse, docs coverage and lineage, pytest (all but the cluster tests)
-	@$(BIN)/python tests/parts.py lint parse docs-check pytest
+test: check browser ## everything: lint, dbt parse, docs coverage and lineage, pytest, the cluster tests
+	@$(BIN)/python tests/parts.py lint parse docs-check pytest pytest-cluster
 
 test-fast: check ## the quick loop: lint, parse, docs checks, the tests that start no Spark, the package's integration tests
 	@$(BIN)/python tests/parts.py lint parse docs-check pytest-fast
@@ -114,15 +115,16 @@ docs-check: parse ## fail on anything undocumented, or a lineage picture that is
 lineage: parse ## redraw docs/lineage.svg (the README's picture of the DAG) from the manifest
 	$(BIN)/kappa-shop lineage
 
-pytest: setup jdk ## the pytest suite but the cluster tests: builds the project on a real Spark session
+pytest: setup jdk ## the pytest suite but the cluster tests (make test runs both): builds the project on a real Spark session
 	$(BIN)/pytest -m "not cluster"
 
 PACKAGE_TESTS := packages/kappa/integration_tests/tests
 pytest-fast: setup
 	$(BIN)/pytest -m "not spark" tests/pytest
-	$(BIN)/pytest $(PACKAGE_TESTS)/test_contract.py $(PACKAGE_TESTS)/test_adoption.py
+	$(BIN)/pytest $(PACKAGE_TESTS)/test_contract.py $(PACKAGE_TESTS)/test_adoption.py \
+	  --junitxml=target/test-times/pytest-fast-package.xml
 
-test-cluster: check ## the cluster tests: a Spark cluster on 127.0.0.1, the proof on it, stopped
+test-cluster: check ## the cluster tests alone: a Spark cluster on 127.0.0.1, the proof on it, stopped
 	@$(BIN)/python tests/parts.py pytest-cluster
 
 pytest-cluster: setup

@@ -6,7 +6,8 @@ took, and how long each pytest module took (docs/testing.md, "How long it takes"
 Each part is `make <part>`; the first that fails stops the run (its exit status is this
 script's), and the times are printed all the same. A part named pytest* runs with
 `--junitxml` added to PYTEST_ADDOPTS, and the time of each test module is summed from that
-report (setup, call and teardown of every test, as pytest reports them).
+report (setup, call and teardown of every test, as pytest reports them); a recipe that runs
+pytest twice names its second report `target/test-times/<part>-<name>.xml`.
 """
 
 from __future__ import annotations
@@ -22,19 +23,20 @@ from pathlib import Path
 REPORTS = Path("target/test-times")
 
 
-def run_part(part: str) -> tuple[int, float, Path | None]:
-    """`make PART`: its exit status, its seconds, and its JUnit report (pytest parts)."""
+def run_part(part: str) -> tuple[int, float, list[Path]]:
+    """`make PART`: its exit status, its seconds, and its JUnit reports (pytest parts: the
+    part's report, and any other its recipe names `target/test-times/<part>-*.xml`)."""
     environment = dict(os.environ)
-    report = None
     if part.startswith("pytest"):
         REPORTS.mkdir(parents=True, exist_ok=True)
-        report = REPORTS / f"{part}.xml"
-        report.unlink(missing_ok=True)
-        extra = f"--junitxml={report}"
+        for old in REPORTS.glob(f"{part}*.xml"):
+            old.unlink()
+        extra = f"--junitxml={REPORTS / f'{part}.xml'}"
         environment["PYTEST_ADDOPTS"] = f"{environment.get('PYTEST_ADDOPTS', '')} {extra}".strip()
     started = time.monotonic()
     status = subprocess.call(["make", "--no-print-directory", part], env=environment)
-    return status, time.monotonic() - started, report
+    reports = sorted(REPORTS.glob(f"{part}*.xml")) if part.startswith("pytest") else []
+    return status, time.monotonic() - started, reports
 
 
 def module_seconds(report: Path) -> dict[str, float]:
@@ -54,9 +56,9 @@ def main(parts: list[str]) -> int:
     modules: dict[str, float] = {}
     status = 0
     for part in parts:
-        status, seconds, report = run_part(part)
+        status, seconds, reports = run_part(part)
         timings.append((part, seconds, "ok" if status == 0 else f"failed ({status})"))
-        if report is not None and report.exists():
+        for report in reports:
             modules.update(module_seconds(report))
         if status != 0:
             break
