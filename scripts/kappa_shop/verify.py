@@ -229,7 +229,7 @@ class _Log:
 
 
 @contextmanager
-def _building_into(schema: str) -> Iterator[None]:
+def building_into(schema: str) -> Iterator[None]:
     """Inside the block dbt builds into `schema` (KAPPA_SHOP_SCHEMA); after it, wherever it
     built before."""
     saved = os.environ.get("KAPPA_SHOP_SCHEMA")
@@ -309,7 +309,7 @@ def reference(project: DbtProject, config: VerifyConfig, work_dir: Path) -> list
     for number, entry in enumerate(log.schedule, start=1):
         _land(project, log, number, entry)
     dbt_vars = json.dumps({**config.dbt_vars, "raw_schema": log.raw_schema})
-    with _building_into(log.full_schema):
+    with building_into(log.full_schema):
         result = project.invoke(
             "build", "--vars", dbt_vars, "--quiet", "--full-refresh",
             "--exclude-resource-type", "unit_test", "test",
@@ -377,7 +377,7 @@ def verify(
         return result
 
     idempotence_failures: list[str] = []
-    with _building_into(incremental_schema):
+    with building_into(incremental_schema):
         idempotence_round = len(schedule) // 2
         models: list[str] = []
         for number, entry in enumerate(schedule, start=1):
@@ -411,7 +411,7 @@ def verify(
         ]
         progress("  replayed each model's last run (as after a crash before its commit)")
 
-    with _building_into(full_schema):
+    with building_into(full_schema):
         result = run_build(label="full refresh", full_refresh=True)
     progress("  full refresh into " + full_schema + " done")
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import re
-from collections.abc import Iterator
 from importlib import metadata
 
 import pytest
@@ -26,7 +24,7 @@ from kappa_shop.delta import check_delta_pin, delta_version
 from kappa_shop.errors import KappaShopError
 from kappa_shop.pipeline import build
 from kappa_shop.spark import profile_output
-from kappa_shop.verify import VerifyConfig, format_report, verify
+from kappa_shop.verify import VerifyConfig, building_into, format_report, verify
 
 TARGET = "local_delta"
 # (one seed: the proof's schedules are tested for more on parquet, test_verify)
@@ -39,20 +37,6 @@ HISTORY_MODELS = (
     "users_history",  # keys, several rows per key
     "shop_metrics_per_minute",  # days
 )
-
-
-@contextlib.contextmanager
-def _schema(schema: str) -> Iterator[None]:
-    """dbt and our jobs build into `schema` (the profile reads KAPPA_SHOP_SCHEMA) meanwhile."""
-    previous = os.environ.get("KAPPA_SHOP_SCHEMA")
-    os.environ["KAPPA_SHOP_SCHEMA"] = schema
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("KAPPA_SHOP_SCHEMA", None)
-        else:
-            os.environ["KAPPA_SHOP_SCHEMA"] = previous
 
 
 def _history(spark, schema: str, models) -> dict:
@@ -247,7 +231,7 @@ def test_a_changed_column_stops_an_incremental_run_on_delta_too(delta_proof, spa
         }
 
     original = path.read_text()
-    with _schema(schema):
+    with building_into(schema):
         before = run()  # as it is: the check passes (nothing new to write)
         try:
             path.write_text(
@@ -282,7 +266,7 @@ def format_switch(spark, project_copy, tmp_path_factory):
     tests = list(listed)
     builds = {}
     docs = tmp_path_factory.mktemp("delta_switch_docs")
-    with _schema("delta_switch"):
+    with building_into("delta_switch"):
         builds["parquet"] = build(parquet, docs=False, log_source="seeds", tests=False)
         builds["delta"] = build(delta, docs=False, log_source="seeds")
         delta.invoke(
