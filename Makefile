@@ -82,8 +82,8 @@ run: check ## load the sample log, dbt build, dbt docs generate, print a summary
 
 # Each part of `make test` and `make test-fast` is timed; the times (and each test module's) are
 # printed at the end (tests/parts.py), so that every run's log shows where its minutes went.
-test: check browser ## everything: lint, dbt parse, docs coverage and lineage, pytest, the cluster tests
-	@$(BIN)/python tests/parts.py lint parse docs-check pytest pytest-cluster
+test: check browser ## everything: lint, dbt parse, docs coverage and lineage, pytest (the cluster tests included)
+	@$(BIN)/python tests/parts.py lint parse docs-check pytest
 
 test-fast: check ## the quick loop: lint, parse, docs checks, the tests that start no Spark, the package's integration tests
 	@$(BIN)/python tests/parts.py lint parse docs-check pytest-fast
@@ -115,8 +115,8 @@ docs-check: parse ## fail on anything undocumented, or a lineage picture that is
 lineage: parse ## redraw docs/lineage.svg (the README's picture of the DAG) from the manifest
 	$(BIN)/kappa-shop lineage
 
-pytest: setup jdk ## the pytest suite but the cluster tests (make test runs both): builds the project on a real Spark session
-	$(BIN)/pytest -m "not cluster"
+pytest: setup jdk ## the whole pytest suite, the cluster tests included: builds the project on a real Spark session
+	$(BIN)/pytest
 
 PACKAGE_TESTS := packages/kappa/integration_tests/tests
 pytest-fast: setup

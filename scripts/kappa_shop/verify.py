@@ -301,22 +301,6 @@ def _land(project: DbtProject, log: _Log, number: int, entry: Round) -> tuple[in
     return files, report
 
 
-def reference(project: DbtProject, config: VerifyConfig, work_dir: Path) -> list[str]:
-    """The raw tables a proof of `config` ingests, round by round, and one full refresh of
-    them into <prefix>_full, without the incremental builds or any test: what the same proof
-    on another target is compared with, table for table (test_cluster). The models built."""
-    log = _prepare(project, config, work_dir)
-    for number, entry in enumerate(log.schedule, start=1):
-        _land(project, log, number, entry)
-    dbt_vars = json.dumps({**config.dbt_vars, "raw_schema": log.raw_schema})
-    with building_into(log.full_schema):
-        result = project.invoke(
-            "build", "--vars", dbt_vars, "--quiet", "--full-refresh",
-            "--exclude-resource-type", "unit_test", "test",
-        )  # fmt: skip
-    return sorted(item.node.name for item in result.results if item.node.resource_type == "model")
-
-
 def verify(
     project: DbtProject,
     config: VerifyConfig,

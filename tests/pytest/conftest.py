@@ -22,17 +22,19 @@ import pytest
 
 from kappa_shop.dbt import DbtProject
 from kappa_shop.pipeline import BuildSummary, build
-from kappa_shop.verify import VerifyConfig, reference
+from kappa_shop.verify import VerifyConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOT_COPIED = shutil.ignore_patterns(
     ".venv*", ".git", "target", "logs", "spark-warehouse", "metastore_db", "derby.log",
     "data", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info", ".cluster",
 )  # fmt: skip
-# The proof at a small scale, run on the cluster target (test_cluster), whose raw tables and
-# full refresh are then compared with the same on the local target (small_local_reference).
-# Its data tests run in the full refresh, as in every proof of the suite.
+# The proof at a small scale, run on Delta (test_delta, the delta_proof fixture) and on the
+# cluster target (test_cluster), whose raw tables and full refresh are then compared with
+# Delta's: the same log, schedule and tables on both. The data tests run in Delta's full
+# refresh, whose verdict the two diffs carry to the incremental tables and to the cluster's.
 SMALL_PROOF = VerifyConfig(seed=3, events=600, rounds=2, data_tests="full-refresh")
+DELTA_TARGET = "local_delta"
 
 
 # The fixtures that start Spark, in this process or in a process of their own: every test that
@@ -201,12 +203,41 @@ def built_project(spark: Any, project_copy: Path) -> BuiltProject:
     return BuiltProject(root=project_copy, dbt=project, summary=build(project))
 
 
+def skip_without_delta() -> None:
+    """Skip, with the reason, when the suite's Spark has no Delta (its jars could be neither
+    fetched nor found in Ivy's cache: suite_has_delta)."""
+    reason = suite_has_delta()
+    if reason is not None:
+        pytest.skip(f"Delta Lake cannot run on this machine: {reason}")
+
+
+@dataclass
+class DeltaProof:
+    checked: str  # what `kappa-shop check --target local_delta` printed
+    report: Any  # the proof's VerifyReport
+    project: DbtProject  # the project copy on the Delta target
+
+
 @pytest.fixture(scope="session")
-def small_local_reference(
+def delta_proof(
     spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFactory
-) -> list[str]:
-    """SMALL_PROOF's raw tables and full refresh on the local target, in the project copy
-    (schemas verify_<seed>_raw and _full): the models built."""
-    project = DbtProject(root=project_copy, profiles_dir=project_copy)
-    work_dir = tmp_path_factory.mktemp("small-reference")
-    return reference(project, SMALL_PROOF, work_dir)
+) -> DeltaProof:
+    """`kappa-shop check` on the Delta target, then SMALL_PROOF on it, in the project copy
+    (schemas verify_<seed>_raw, _incremental and _full: Delta's catalog hands the parquet
+    tables of the rest of the suite to Spark's own). test_delta reads it; test_cluster compares
+    the cluster's tables of the same proof with its."""
+    import contextlib
+    import io
+
+    from kappa_shop.cli import main
+    from kappa_shop.verify import verify
+
+    skip_without_delta()
+    checked = io.StringIO()
+    with contextlib.redirect_stdout(checked):
+        status = main(["check", "--target", DELTA_TARGET])
+    assert status == 0, checked.getvalue()
+    project = DbtProject(root=project_copy, target=DELTA_TARGET, profiles_dir=project_copy)
+    work_dir = tmp_path_factory.mktemp("delta")
+    report = verify(project, SMALL_PROOF, work_dir, progress=lambda _: None)
+    return DeltaProof(checked.getvalue(), report, project)

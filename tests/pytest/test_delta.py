@@ -10,25 +10,24 @@ neither, the Spark tests here skip with the reason.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 from importlib import metadata
 
 import pytest
-from conftest import REPO_ROOT, suite_has_delta
+from conftest import DELTA_TARGET, REPO_ROOT, SMALL_PROOF, skip_without_delta
 
 from kappa_shop.dbt import DbtProject
 from kappa_shop.delta import check_delta_pin, delta_version
 from kappa_shop.errors import KappaShopError
 from kappa_shop.pipeline import build
 from kappa_shop.spark import profile_output
-from kappa_shop.verify import VerifyConfig, building_into, format_report, verify
+from kappa_shop.verify import building_into, format_report
 
-TARGET = "local_delta"
-# (one seed: the proof's schedules are tested for more on parquet, test_verify)
-SEED = 6
+TARGET = DELTA_TARGET
+# (conftest's delta_proof: SMALL_PROOF on Delta, one seed; the proof's schedules are tested for
+# more on parquet, test_verify; test_cluster compares the cluster's tables with these)
+SEED = SMALL_PROOF.seed
 # the models whose Delta history is read: one of each mode
 HISTORY_MODELS = (
     "stg_web__event_deliveries",  # batches
@@ -100,31 +99,10 @@ def _delta_settings() -> dict:
     return profile_output(REPO_ROOT, TARGET)["server_side_parameters"]
 
 
-def _skip_without_delta() -> None:
-    """Skip, with the reason, when the suite's Spark has no Delta (its jars could be neither
-    fetched nor found in Ivy's cache: conftest.suite_has_delta)."""
-    reason = suite_has_delta()
-    if reason is not None:
-        pytest.skip(f"Delta Lake cannot run on this machine: {reason}")
-
-
 @pytest.fixture(scope="module")
-def delta_proof(spark, project_copy, tmp_path_factory):
-    """`kappa-shop check` on the Delta target, the proof for SEED on it, and what _history
-    reads from its incremental schema (the project copy: Delta's catalog hands the parquet
-    tables of the rest of the suite to Spark's own)."""
-    _skip_without_delta()
-    from kappa_shop.cli import main
-
-    checked = io.StringIO()
-    with contextlib.redirect_stdout(checked):
-        status = main(["check", "--target", TARGET])
-    assert status == 0, checked.getvalue()
-    project = DbtProject(root=project_copy, target=TARGET, profiles_dir=project_copy)
-    config = VerifyConfig(seed=SEED, events=500, rounds=3, data_tests="full-refresh")
-    report = verify(project, config, tmp_path_factory.mktemp("delta"), progress=lambda _: None)
-    history = _history(spark, f"verify_{SEED}_incremental", HISTORY_MODELS)
-    return checked.getvalue(), report, history, project
+def delta_history(delta_proof, spark) -> dict:
+    """What _history reads from the Delta proof's incremental schema."""
+    return _history(spark, f"verify_{SEED}_incremental", HISTORY_MODELS)
 
 
 def test_the_profile_fetches_the_installed_delta_spark_version():
@@ -140,12 +118,13 @@ def test_the_profile_fetches_the_installed_delta_spark_version():
 
 
 def test_check_reports_delta_on_the_delta_target(delta_proof):
-    checked, _, _, _ = delta_proof
-    assert f"ok: target '{TARGET}': Delta Lake {metadata.version('delta-spark')}" in checked
+    assert f"ok: target '{TARGET}': Delta Lake {metadata.version('delta-spark')}" in (
+        delta_proof.checked
+    )
 
 
 def test_the_proof_passes_on_delta(delta_proof):
-    _, report, _, _ = delta_proof
+    report = delta_proof.report
     print(format_report(report))
     assert report.passed, format_report(report)
     assert len(report.diffs) == 35 and all(diff.equal for diff in report.diffs)
@@ -157,8 +136,8 @@ def test_the_proof_passes_on_delta(delta_proof):
     assert counts["replay of the last runs"] == 0 and counts["full refresh"] >= 200, counts
 
 
-def test_every_model_is_a_delta_table_and_each_run_one_commit(delta_proof):
-    _, _, report, _ = delta_proof
+def test_every_model_is_a_delta_table_and_each_run_one_commit(delta_history):
+    report = delta_history
     ledger = report["_ledger"]
     rebuild, write = "CREATE OR REPLACE TABLE AS SELECT", "WRITE"
     for model in ("stg_web__event_deliveries", "sessions", "orders_current", "users_history"):
@@ -194,10 +173,10 @@ def test_every_model_is_a_delta_table_and_each_run_one_commit(delta_proof):
             assert recomputing, (model, operations, incremental_runs)
 
 
-def test_time_travel_reads_a_table_as_an_earlier_run_left_it(delta_proof):
+def test_time_travel_reads_a_table_as_an_earlier_run_left_it(delta_history):
     # version 0 of a batches model is its first build: exactly the rows of the batches that
     # build consumed (rows of a batch never change afterwards)
-    _, _, report, _ = delta_proof
+    report = delta_history
     first_build = next(
         row
         for row in report["_ledger"]
@@ -215,7 +194,7 @@ def test_time_travel_reads_a_table_as_an_earlier_run_left_it(delta_proof):
 def test_a_changed_column_stops_an_incremental_run_on_delta_too(delta_proof, spark):
     # on Delta a batches model's `replace where` selected the table's columns, so a column added
     # to the model was left out without a word; now the run stops and writes no version
-    *_, project = delta_proof
+    project = delta_proof.project
     schema, model = f"verify_{SEED}_incremental", "stg_web__events"
     path = project.root / "models" / "staging" / "web" / f"{model}.sql"
 
@@ -256,7 +235,7 @@ def format_switch(spark, project_copy, tmp_path_factory):
     test_sample_pipeline runs them on parquet, and here the rows are what is compared): each
     build's summary, the formats after the second, the tests `dbt ls` names and the docs'
     catalog (generated into a target path of its own: the project copy's is the sample's)."""
-    _skip_without_delta()
+    skip_without_delta()
     parquet = DbtProject(root=project_copy, profiles_dir=project_copy)
     delta = DbtProject(root=project_copy, target=TARGET, profiles_dir=project_copy)
     listed = delta.invoke(
