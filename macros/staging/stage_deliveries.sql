@@ -9,6 +9,8 @@
         event_time_before_epoch. -#}
     {%- set stream = var('log_streams')[topic] -%}
     {%- set event_types = stream['event_types'] -%}
+    {#- how the stream's producers write event time: parse_event_time -#}
+    {%- set time_format = stream.get('event_time_format', 'rfc3339') -%}
 with
 
 deliveries as (
@@ -42,9 +44,7 @@ envelope as (
         try_variant_get(record, '$.event_type', 'string') as event_type,
         try_variant_get(record, '$.key', 'string') as partition_key,
         try_variant_get(record, '$.event_time', 'string') as event_time,
-        to_timestamp(
-            try_variant_get(record, '$.event_time', 'string'), "yyyy-MM-dd'T'HH:mm:ss.SSSX"
-        ) as occurred_at,
+        {{ parse_event_time("variant_get(record, '$.event_time')", time_format) }} as occurred_at,
         try_variant_get(record, '$.partition', 'int') as log_partition,
         try_variant_get(record, '$.offset', 'bigint') as log_offset,
         try_variant_get(record, '$.schema_version', 'int') as schema_version,

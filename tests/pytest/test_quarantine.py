@@ -115,3 +115,101 @@ def test_outcomes_per_batch_and_reason_equal_an_independent_classification(stage
     # conservation: every landed record is counted once
     assert sum(reported.values()) == manifest["totals"]["records"]
     assert {key[0] for key in reported} == set(range(1, len(manifest["batches"]) + 1))
+
+
+# Event times as producers write them, each with the UTC instant it names (worked out by hand),
+# and forms that name none
+RFC3339_FORMS = [
+    ("2024-03-01T10:00:00Z", "2024-03-01 10:00:00"),  # no fraction
+    ("2024-03-01T10:00:00.120Z", "2024-03-01 10:00:00.12"),  # milliseconds (the generator's)
+    ("2024-03-01T10:00:00.5Z", "2024-03-01 10:00:00.5"),  # one digit
+    ("2024-03-01T10:00:00.123456Z", "2024-03-01 10:00:00.123456"),  # microseconds
+    ("2024-03-01T12:00:00+02:00", "2024-03-01 10:00:00"),  # an offset east
+    ("2024-03-01T05:30:00.25-04:30", "2024-03-01 10:00:00.25"),  # west, with a fraction
+    ("2024-03-02T00:30:00+14:30", "2024-03-01 10:00:00"),  # another day there
+    ("2024-02-29T23:00:00-11:00", "2024-03-01 10:00:00"),  # the day before there
+    ("2024-03-01T10:00:00+00:00", "2024-03-01 10:00:00"),  # zero as an offset
+    ("2024-03-01t10:00:00z", "2024-03-01 10:00:00"),  # lower case (RFC 3339, 5.6)
+    ("2024-03-01 10:00:00.001Z", "2024-03-01 10:00:00.001"),  # a space for T (5.6)
+]
+NO_INSTANT = [
+    "2024-03-01T10:00:00",  # no offset: a local time of no known zone
+    "2024-03-01T10:00:00.1234567Z",  # finer than microseconds
+    "2024-03-01T10:00:00+0200",  # an offset without its colon (ISO 8601 basic, not RFC 3339)
+    "2024-13-01T10:00:00Z",  # no month 13
+    "2024-02-30T10:00:00Z",  # no 30 February
+    "2024-03-01T24:00:00Z",  # no hour 24
+    "2024-03-01",  # a date alone
+    "1709287200000",  # epoch milliseconds, in a string
+    1709287200000,  # and as a number, where the stream declares RFC 3339
+]
+
+
+def _stage_event_times(spark, project_copy, schema, times, log_streams=None) -> dict:
+    """One landed file of page views whose event times are `times`, ingested into
+    <schema>_raw and staged (stg_web__event_deliveries, with `log_streams` for the var when
+    given): each record's (occurred_at as text, invalid_reason), by its position in `times`."""
+    from kappa_shop.log_format import encode
+
+    landing = project_copy / "data" / schema / "landing"
+    directory = landing / "topics" / "web_events" / "partition=0"
+    directory.mkdir(parents=True)
+    records = [
+        {"topic": "web_events", "partition": 0, "offset": offset, "key": "u-1",
+         "event_id": f"e-{offset}", "event_type": "page_view", "event_time": time,
+         "schema_version": 1, "payload": {"user_id": "u-1", "page_path": "/"}}
+        for offset, time in enumerate(times)
+    ]  # fmt: skip
+    (directory / "web_events+0+0.jsonl").write_text("".join(encode(r) + "\n" for r in records))
+    ingest(spark, landing, f"{schema}_raw", progress=lambda message: None)
+    dbt_vars: dict = {"raw_schema": f"{schema}_raw"}
+    if log_streams is not None:
+        dbt_vars["log_streams"] = log_streams
+    project = DbtProject(root=project_copy, profiles_dir=project_copy)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KAPPA_SHOP_SCHEMA", schema)
+        project.invoke(
+            "run", "--select", "stg_web__event_deliveries", "--vars", json.dumps(dbt_vars),
+            "--quiet",
+        )  # fmt: skip
+    rows = spark.sql(
+        "select event_id, date_format(occurred_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at, "
+        f"invalid_reason from {schema}.stg_web__event_deliveries"
+    ).collect()
+    return {int(row["event_id"][2:]): (row["at"], row["invalid_reason"]) for row in rows}
+
+
+def _micros(instant: str) -> str:
+    """'2024-03-01 10:00:00.12' as Spark writes it with six digits of fraction."""
+    day_time, _, fraction = instant.partition(".")
+    return f"{day_time}.{fraction.ljust(6, '0')}"
+
+
+def test_every_rfc3339_form_names_its_utc_instant_and_the_rest_are_quarantined(spark, project_copy):
+    times = [form for form, _ in RFC3339_FORMS] + NO_INSTANT
+    staged = _stage_event_times(spark, project_copy, "event_time_forms", times)
+
+    assert len(staged) == len(times)  # nothing dropped
+    for position, (form, instant) in enumerate(RFC3339_FORMS):
+        assert staged[position] == (_micros(instant), None), form
+    for position, form in enumerate(NO_INSTANT, start=len(RFC3339_FORMS)):
+        assert staged[position] == (None, "unparseable_event_time"), form
+
+
+def test_a_stream_that_declares_epoch_milliseconds_takes_them(spark, project_copy):
+    import yaml
+
+    streams = yaml.safe_load((project_copy / "dbt_project.yml").read_text())["vars"]["log_streams"]
+    streams["web_events"]["event_time_format"] = "epoch_millis"
+    times = [1709287200000, 1709287200123, 0, -1000, 4102444800000, 1.5e12, "2024-03-01T10:00:00Z"]
+    staged = _stage_event_times(spark, project_copy, "event_time_millis", times, streams)
+
+    assert staged == {
+        0: ("2024-03-01 10:00:00.000000", None),
+        1: ("2024-03-01 10:00:00.123000", None),
+        2: ("1970-01-01 00:00:00.000000", None),
+        3: ("1969-12-31 23:59:59.000000", "event_time_before_epoch"),
+        4: ("2100-01-01 00:00:00.000000", "event_time_in_future"),
+        5: (None, "unparseable_event_time"),  # a JSON number, but not an integer
+        6: (None, "unparseable_event_time"),  # RFC 3339, where the stream declares milliseconds
+    }
