@@ -8,9 +8,9 @@ A step, in order, each part optional:
    (KAPPA_FAULT_POINT, see the kappa package's recovery/_fault_point.sql); it pauses there
    and the test kills it. `--fault none` runs without a fault (the test kills it on a timer
    instead); `--full-refresh` makes that run a full refresh;
-4. `--final REPORT`: `dbt build` (every data test, conservation included), then
-   `dbt run --full-refresh` of the same raw tables into `<schema>_full` and a diff of every
-   model, written to REPORT as JSON.
+4. `--final REPORT`: an incremental `dbt run`, then `dbt build --full-refresh` of the same
+   raw tables into `<schema>_full` (every data test, conservation included) and a diff of
+   every model, written to REPORT as JSON.
 
 Run from the project copy, with DBT_PROFILES_DIR, SPARK_CONF_DIR and KAPPA_SHOP_SCHEMA set.
 """
@@ -68,25 +68,29 @@ def main() -> int:
         os.environ.pop("KAPPA_FAULT_POINT", None)
         _say("the run finished: the fault point was never reached")
     if arguments.final is not None:
-        build = ("build", *raw_vars, "--quiet", "--exclude-resource-type", "unit_test")
-        incremental = project.invoke(*build, tolerate_failures=True)
-        failed = [
-            f"{item.node.name}: {item.status}"
-            for item in incremental.results
-            if str(item.status) in ("fail", "error")
-        ]
+        # the incremental run that recovers from the last kill, then the full refresh of the
+        # same raw tables with every data test (conservation included): when the diff finds
+        # the two schemas equal, the tests' verdict is the incremental tables' too (a data test
+        # reads models, seeds and the raw tables only: test_verify checks that)
+        incremental = project.invoke("run", *raw_vars, "--quiet")
         models = sorted(
             item.node.name for item in incremental.results if item.node.resource_type == "model"
         )
+        _say("incremental run done")
+        os.environ["KAPPA_SHOP_SCHEMA"] = f"{schema}_full"
+        build = ("build", *raw_vars, "--quiet", "--exclude-resource-type", "unit_test")
+        full = project.invoke(*build, "--full-refresh", tolerate_failures=True)
+        failed = [
+            f"{item.node.name}: {item.status}"
+            for item in full.results
+            if str(item.status) in ("fail", "error")
+        ]
         grains = {
             item.node.name: list((item.node.config.meta or {}).get("grain", []))
-            for item in incremental.results
+            for item in full.results
             if item.node.resource_type == "model"
         }
-        _say(f"incremental build done ({len(failed)} failed tests)")
-        os.environ["KAPPA_SHOP_SCHEMA"] = f"{schema}_full"
-        project.invoke("run", *raw_vars, "--quiet", "--full-refresh")
-        _say("full refresh done")
+        _say(f"full refresh and its data tests done ({len(failed)} failed tests)")
         warehouse = project.warehouse()
         diffs = [
             diff_model(warehouse, model, grains[model], schema, f"{schema}_full").__dict__

@@ -209,7 +209,8 @@ def test_every_model_equals_a_full_refresh_after_the_kills(faulted):
 
 
 def test_no_row_is_lost_or_doubled(faulted):
-    # every data test passed on the recovered tables, among them the conservation of
+    # every data test passed on the full refresh of the raw tables the kills left, which the
+    # recovered incremental tables equal (the test above), among them the conservation of
     # deliveries per batch and topic (raw = accepted + duplicates + quarantined)
     _, _, _, _, report = faulted
     assert report["failed_tests"] == []
