@@ -7,6 +7,7 @@
     kappa-shop verify     the proof: incremental runs equal a full refresh (per model diff)
     kappa-shop build      sample log -> raw tables, dbt build, dbt docs generate, summary
     kappa-shop cluster    start, stop or show a Spark cluster with a Thrift Server on 127.0.0.1
+    kappa-shop kafka      start, stop or show a single-node Apache Kafka broker on 127.0.0.1
     kappa-shop docs-coverage  fail on any undocumented source, seed, model, column or macro
     kappa-shop lineage    draw the DAG from the manifest (docs/lineage.svg); --check: is it current?
     kappa-shop slim-ci    build and test only what changed since a saved manifest of main
@@ -320,6 +321,27 @@ def _parser() -> argparse.ArgumentParser:
         default=180.0,
         help="seconds to wait for the cluster to answer (up) or a process to stop (down)",
     )
+    kafka = commands.add_parser(
+        "kafka",
+        help="start, stop or show a single-node Apache Kafka broker on 127.0.0.1",
+        description=(
+            "Apache Kafka in KRaft mode (broker and controller in one JVM) from its jars on "
+            "Maven Central, fetched once into ~/.cache/kappa-shop/; bound to 127.0.0.1 on "
+            "KAPPA_SHOP_KAFKA_PORT (default 9092) and the next port (its controller); data, "
+            "state and log in .kafka/. `up` and `down` are safe to repeat."
+        ),
+    )
+    kafka.add_argument(
+        "action",
+        choices=("up", "down", "status"),
+        help="up: start and wait until it answers; down: stop it; status: show",
+    )
+    kafka.add_argument(
+        "--timeout",
+        type=float,
+        default=90.0,
+        help="seconds to wait for the broker to answer (up) or to stop (down)",
+    )
     coverage = commands.add_parser(
         "docs-coverage",
         help="fail on any undocumented source, seed, model, column, macro or exposure",
@@ -397,6 +419,8 @@ def _run(arguments: argparse.Namespace) -> int:
 
         check_landing_zone(arguments.landing.resolve())
     java = check_java()
+    if command == "kafka":
+        return _kafka(arguments, project_root)
     if command == "check" and arguments.target is None:
         print(f"ok: Java {java.major_version} at {java.executable}; project at {project_root}")
         return 0
@@ -552,6 +576,19 @@ def _cluster(arguments: argparse.Namespace, project: object) -> int:
     settings = cluster.settings_from_profile(output, home, arguments.ui_port)
     print(f"Starting a Spark cluster on 127.0.0.1 (state and logs in {home})")
     cluster.up(settings, project.root / "conf", timeout=arguments.timeout)
+    return 0
+
+
+def _kafka(arguments: argparse.Namespace, project_root: Path) -> int:
+    from kappa_shop import kafka
+
+    home = project_root / ".kafka"
+    if arguments.action == "status":
+        return 0 if kafka.status(home) else 1
+    if arguments.action == "down":
+        kafka.down(home, timeout=min(arguments.timeout, 60.0))
+        return 0
+    kafka.up(home, timeout=arguments.timeout)
     return 0
 
 

@@ -346,7 +346,7 @@ def _alive(pid: int | None, main_class: str) -> bool:
     return not command_line or main_class in command_line
 
 
-def _port_taken(port: int) -> bool:
+def port_taken(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         try:
             probe.bind((LOOPBACK, port))
@@ -355,7 +355,7 @@ def _port_taken(port: int) -> bool:
     return False
 
 
-def _listening(port: int) -> bool:
+def listening(port: int) -> bool:
     try:
         with socket.create_connection((LOOPBACK, port), timeout=2):
             return True
@@ -382,7 +382,7 @@ def _write_state(home: Path, components: list[Component]) -> None:
     os.replace(hidden, path)
 
 
-def _log_tail(path: Path, lines: int = 12) -> str:
+def log_tail(path: Path, lines: int = 12) -> str:
     try:
         text = path.read_text(errors="replace").splitlines()
     except OSError:
@@ -427,7 +427,7 @@ def up(
     to_start = [component for component in components if component.name not in running]
     for component in to_start:
         for label, port in component.ports.items():
-            if _port_taken(port):
+            if port_taken(port):
                 raise KappaShopError(
                     f"cannot start the {component.name}: port {port} ({label}) on {LOOPBACK} is "
                     f"taken by another process. Free it, or pick other ports: {_port_hint(label)}"
@@ -460,7 +460,7 @@ def up(
     except BaseException:
         # leave nothing half-started behind: stop what this call started
         for component in reversed(started):
-            _stop(int(component.pid or 0), 30.0)
+            stop_process(int(component.pid or 0), 30.0)
             component.pid = None
         _write_state(settings.home, components)
         raise
@@ -513,7 +513,7 @@ def _alive_workers(settings: ClusterSettings) -> int:
 def _thrift_answers(settings: ClusterSettings) -> bool:
     from kappa_shop.warehouse import open_thrift
 
-    if not _listening(settings.thrift_port):
+    if not listening(settings.thrift_port):
         return False
     try:
         warehouse = open_thrift(
@@ -541,7 +541,7 @@ def _wait_for(
         if not process_alive(int(component.pid or 0)):
             raise KappaShopError(
                 f"the {component.name} exited while starting; the end of "
-                f"{settings.logs / component.log}:\n{_log_tail(settings.logs / component.log)}"
+                f"{settings.logs / component.log}:\n{log_tail(settings.logs / component.log)}"
             )
         if check():
             return
@@ -602,7 +602,7 @@ def status(home: Path, progress: Callable[[str], None] = print) -> bool:
         alive = _alive(component.pid, component.main_class)
         all_up &= alive
         ports = ", ".join(
-            f"{label} {port}" + ("" if _listening(port) else " (not listening)")
+            f"{label} {port}" + ("" if listening(port) else " (not listening)")
             for label, port in component.ports.items()
         )
         progress(
@@ -641,12 +641,12 @@ def down(home: Path, timeout: float = 60.0, progress: Callable[[str], None] = pr
             targets.append((component.name, int(component.pid or 0)))
     stopped = 0
     for name, pid in targets:
-        stopped += _stop(pid, timeout)
+        stopped += stop_process(pid, timeout)
         progress(f"  {name}: stopped (pid {pid})")
     home = home.resolve()
     strays = _processes_under(home) if home.is_dir() else []
     for pid in strays:
-        stopped += _stop(pid, timeout)
+        stopped += stop_process(pid, timeout)
         progress(f"  stopped pid {pid} (ran in {home}: an executor or a leftover)")
     if state:
         _write_state(home, [Component(**{**asdict(c), "pid": None}) for c in state.values()])
@@ -654,7 +654,7 @@ def down(home: Path, timeout: float = 60.0, progress: Callable[[str], None] = pr
     return stopped
 
 
-def _stop(pid: int, timeout: float) -> int:
+def stop_process(pid: int, timeout: float) -> int:
     """SIGTERM, then SIGKILL after `timeout`; 1 if the process existed."""
     try:
         os.kill(pid, signal.SIGTERM)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ from kappa_shop.verify import VerifyConfig
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOT_COPIED = shutil.ignore_patterns(
     ".venv*", ".git", "target", "logs", "spark-warehouse", "metastore_db", "derby.log",
-    "data", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info", ".cluster",
+    "data", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info", ".cluster", ".kafka",
 )  # fmt: skip
 # The proof at a small scale, run on Delta (test_delta, the delta_proof fixture) and on the
 # cluster target (test_cluster), whose raw tables and full refresh are then compared with
@@ -241,3 +242,61 @@ def delta_proof(
     work_dir = tmp_path_factory.mktemp("delta")
     report = verify(project, SMALL_PROOF, work_dir, progress=lambda _: None)
     return DeltaProof(checked.getvalue(), report, project)
+
+
+# --- ports and listening sockets (the cluster and Kafka tests) ---
+
+
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive free ports on 127.0.0.1, below the range the system
+    hands out to outgoing connections: a port free now in that range can be taken by a worker's
+    connection to the master before the server binds it (it happened: "Address already in
+    use")."""
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    high = int(ephemeral.read_text().split()[0]) if ephemeral.is_file() else 32_768
+    high = max(high, 12_000)  # (a system whose outgoing ports start low: ours from 11000)
+    low = 11_000
+    start = low + os.getpid() % (high - count - low)
+    for base in [*range(start, high - count, 7), *range(low, start, 7)]:
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                probe = socket.socket()
+                sockets.append(probe)
+                probe.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for probe in sockets:
+                probe.close()
+    raise RuntimeError("no free ports")
+
+
+def listening_addresses(pids: list[int]) -> set[str]:
+    """The local addresses the processes listen on (from /proc: no tools needed)."""
+    inodes = set()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    addresses = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                address = fields[1].split(":")[0]
+                addresses.add(_decode_address(address))
+    return addresses
+
+
+def _decode_address(hex_address: str) -> str:
+    raw = bytes.fromhex(hex_address)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1])
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words)

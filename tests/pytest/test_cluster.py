@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_PROOF, copy_project, subprocess_environment
+from conftest import (
+    SMALL_PROOF,
+    copy_project,
+    free_ports,
+    listening_addresses,
+    subprocess_environment,
+)
 
 from kappa_shop.warehouse import SessionWarehouse, Warehouse, checksums, open_thrift, table_names
 
@@ -67,32 +73,6 @@ def _kappa_shop(root: Path, environment: dict[str, str], *arguments, timeout=600
     )
 
 
-def _free_ports(count: int) -> int:
-    """The first of `count` consecutive free ports on 127.0.0.1, below the range the system
-    hands out to outgoing connections: a port free now in that range can be taken by a worker's
-    connection to the master before the server binds it (it happened: "Address already in
-    use")."""
-    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
-    high = int(ephemeral.read_text().split()[0]) if ephemeral.is_file() else 32_768
-    high = max(high, 12_000)  # (a system whose outgoing ports start low: ours from 11000)
-    low = 11_000
-    start = low + os.getpid() % (high - count - low)
-    for base in [*range(start, high - count, 7), *range(low, start, 7)]:
-        sockets = []
-        try:
-            for port in range(base, base + count):
-                probe = socket.socket()
-                sockets.append(probe)
-                probe.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for probe in sockets:
-                probe.close()
-    raise RuntimeError("no free ports")
-
-
 def _alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -119,40 +99,11 @@ def _spark_processes_in(directory: Path) -> list[int]:
     return found
 
 
-def _listening_addresses(pids: list[int]) -> set[str]:
-    """The local addresses the processes listen on (from /proc: no tools needed)."""
-    inodes = set()
-    for pid in pids:
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-    addresses = set()
-    for table in ("tcp", "tcp6"):
-        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
-                address = fields[1].split(":")[0]
-                addresses.add(_decode_address(address))
-    return addresses
-
-
-def _decode_address(hex_address: str) -> str:
-    raw = bytes.fromhex(hex_address)
-    if len(raw) == 4:
-        return socket.inet_ntop(socket.AF_INET, raw[::-1])
-    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
-    return socket.inet_ntop(socket.AF_INET6, words)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Iterator[Cluster]:
     root = copy_project(tmp_path_factory.mktemp("cluster") / "kappa_shop")
     # six free ports in a row: four web UIs, the master, the Thrift Server
-    ui_port = _free_ports(6)
+    ui_port = free_ports(6)
     master_port, thrift_port = ui_port + 4, ui_port + 5
     environment = subprocess_environment(
         root,
@@ -187,7 +138,7 @@ def test_up_starts_master_workers_and_thrift_server_on_loopback_and_is_idempoten
 
     # every listening socket of the cluster's processes (executors included) is on loopback
     processes = [*pids.values(), *_spark_processes_in(cluster.root / ".cluster")]
-    addresses = _listening_addresses(processes)
+    addresses = listening_addresses(processes)
     assert addresses, "the cluster listens nowhere?"
     assert addresses <= {"127.0.0.1", "::ffff:127.0.0.1"}, addresses
 
@@ -210,7 +161,7 @@ def test_up_refuses_a_taken_port_or_a_missing_java_in_one_line(tmp_path):
         environment = subprocess_environment(
             root,
             KAPPA_SHOP_SPARK_MASTER=f"spark://127.0.0.1:{port}",
-            KAPPA_SHOP_CLUSTER_UI_PORT=str(_free_ports(4)),
+            KAPPA_SHOP_CLUSTER_UI_PORT=str(free_ports(4)),
         )
         result = _kappa_shop(root, environment, "cluster", "up", timeout=120)
 
@@ -238,7 +189,7 @@ def test_bad_settings_fail_fast_with_one_line_naming_the_target(cluster):
         assert "target 'cluster'" in result.stderr
         return result.stderr
 
-    nobody = str(_free_ports(1))
+    nobody = str(free_ports(1))
     assert int(nobody) not in range(cluster.ui_port, cluster.ui_port + 6)
     message = one_line_failure("check", "--target", "cluster", KAPPA_SHOP_THRIFT_PORT=nobody)
     assert f"no Spark Thrift Server answers at 127.0.0.1:{nobody}" in message
