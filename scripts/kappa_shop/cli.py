@@ -303,23 +303,13 @@ def _parser() -> argparse.ArgumentParser:
             "kappa-shop --target cluster reach it. `up` and `down` are safe to repeat."
         ),
     )
-    cluster.add_argument(
-        "action",
-        choices=("up", "down", "status"),
-        help="up: start and wait until it answers; down: stop every process; status: show",
-    )
+    _add_up_down_status(cluster, "the cluster", "every process", 180.0)
     cluster.add_argument(
         "--ui-port",
         type=int,
         default=int(os.environ.get("KAPPA_SHOP_CLUSTER_UI_PORT", "8180")),
         help="web UI port of the master; the workers and the Thrift Server take the next three "
         "(default: KAPPA_SHOP_CLUSTER_UI_PORT or 8180)",
-    )
-    cluster.add_argument(
-        "--timeout",
-        type=float,
-        default=180.0,
-        help="seconds to wait for the cluster to answer (up) or a process to stop (down)",
     )
     kafka = commands.add_parser(
         "kafka",
@@ -331,17 +321,7 @@ def _parser() -> argparse.ArgumentParser:
             "state and log in .kafka/. `up` and `down` are safe to repeat."
         ),
     )
-    kafka.add_argument(
-        "action",
-        choices=("up", "down", "status"),
-        help="up: start and wait until it answers; down: stop it; status: show",
-    )
-    kafka.add_argument(
-        "--timeout",
-        type=float,
-        default=90.0,
-        help="seconds to wait for the broker to answer (up) or to stop (down)",
-    )
+    _add_up_down_status(kafka, "the broker", "it", 90.0)
     coverage = commands.add_parser(
         "docs-coverage",
         help="fail on any undocumented source, seed, model, column, macro or exposure",
@@ -400,6 +380,23 @@ def _parser() -> argparse.ArgumentParser:
         help="list what would be built (dbt ls), build nothing",
     )
     return parser
+
+
+def _add_up_down_status(
+    parser: argparse.ArgumentParser, what: str, stopped: str, timeout: float
+) -> None:
+    """The action (up, down, status) and --timeout of a command that runs a service here."""
+    parser.add_argument(
+        "action",
+        choices=("up", "down", "status"),
+        help=f"up: start and wait until it answers; down: stop {stopped}; status: show",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=timeout,
+        help=f"seconds to wait for {what} to answer (up) or to stop (down)",
+    )
 
 
 def _run(arguments: argparse.Namespace) -> int:
