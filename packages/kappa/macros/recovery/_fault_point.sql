@@ -10,7 +10,8 @@
     {%- endif -%}
     {%- if execute and env_var('KAPPA_FAULT_POINT', '') == model.name ~ ':' ~ point -%}
         {{ log('kappa fault point ' ~ model.name ~ ':' ~ point ~ ' reached', info=true) }}
-        {%- call statement('fault_point_pause') -%}
+        {#- fetched: on a `session` connection a select runs only when its rows are read -#}
+        {%- call statement('fault_point_pause', fetch_result=true) -%}
             select reflect('java.lang.Thread', 'sleep', cast(600000 as bigint)) as paused
         {%- endcall -%}
     {%- endif -%}
