@@ -217,6 +217,13 @@ def _parser() -> argparse.ArgumentParser:
         "verdict holds for them too; about half the time on a small log), or in none (the "
         "diff alone)",
     )
+    verify.add_argument(
+        "--selector",
+        default=None,
+        help="a YAML selector of selectors.yml: build, test and diff its models only, such as "
+        "one_model_per_mode (a model of each mode with its parents: a quick proof of a target; "
+        "default: every model)",
+    )
     _add_target(verify)
     verify.add_argument(
         "--work-dir",
@@ -652,6 +659,7 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
             days=arguments.days,
             dbt_vars=dbt_vars,
             data_tests=arguments.data_tests,
+            selector=arguments.selector,
         )
         work_dir = arguments.work_dir or Path("data") / "verify" / str(seed)
         report = verify(project, config, work_dir.resolve())  # type: ignore[arg-type]

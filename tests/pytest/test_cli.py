@@ -104,6 +104,10 @@ def test_bad_arguments_and_configuration_are_one_line_each(tmp_path):
             str(tmp_path / "no-log")
         ),
         ("slim-ci", "--state", str(tmp_path)): "no manifest.json in",
+        ("verify", "--selector", "nope", "--work-dir", str(tmp_path / "proof")): (
+            "--selector nope: no such selector in selectors.yml (it defines: derived, sample_log, "
+            "one_model_per_mode)"
+        ),
     }
     for arguments, message in cases.items():
         result = _kappa_shop(*arguments, path=os.environ["PATH"])
