@@ -8,6 +8,7 @@
     kappa-shop build      sample log -> raw tables, dbt build, dbt docs generate, summary
     kappa-shop cluster    start, stop or show a Spark cluster with a Thrift Server on 127.0.0.1
     kappa-shop kafka      start, stop or show a single-node Apache Kafka broker on 127.0.0.1
+    kappa-shop produce    produce arrival batches of a generated log to Kafka topics
     kappa-shop docs-coverage  fail on any undocumented source, seed, model, column or macro
     kappa-shop lineage    draw the DAG from the manifest (docs/lineage.svg); --check: is it current?
     kappa-shop slim-ci    build and test only what changed since a saved manifest of main
@@ -145,6 +146,30 @@ def _parser() -> argparse.ArgumentParser:
     deliver.add_argument("--log", type=Path, required=True, help="a directory made by `generate`")
     deliver.add_argument("--landing", type=Path, required=True, help="the landing zone to fill")
     which = deliver.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--batches", type=_parse_batches, help="batch numbers, such as 3, 1-4 or 1,3,5-7"
+    )
+    which.add_argument("--all", action="store_true", help="every arrival batch of the log")
+
+    produce = commands.add_parser(
+        "produce",
+        help="produce arrival batches of a generated log to Kafka topics (deliver's twin)",
+        description=(
+            "Send the records of the chosen arrival batches of a generated log to Kafka, one "
+            "topic per stream, each record in its partition and offset order, keyed by its key, "
+            "its value the event as a producer writes it (the broker adds topic, partition and "
+            "offset); every imperfection of the log kept. Through Spark's Kafka sink. Safe to "
+            "repeat: what a partition already holds is not sent again."
+        ),
+    )
+    produce.add_argument("--log", type=Path, required=True, help="a directory made by `generate`")
+    produce.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="the Kafka brokers (default: KAPPA_SHOP_KAFKA_BOOTSTRAP_SERVERS, else the broker of "
+        "`kappa-shop kafka up`, 127.0.0.1:KAPPA_SHOP_KAFKA_PORT)",
+    )
+    which = produce.add_mutually_exclusive_group(required=True)
     which.add_argument(
         "--batches", type=_parse_batches, help="batch numbers, such as 3, 1-4 or 1,3,5-7"
     )
@@ -425,6 +450,8 @@ def _run(arguments: argparse.Namespace) -> int:
     java = check_java()
     if command == "kafka":
         return _kafka(arguments, project_root)
+    if command == "produce":
+        return _produce(arguments)
     if command == "check" and arguments.target is None:
         print(f"ok: Java {java.major_version} at {java.executable}; project at {project_root}")
         return 0
@@ -593,6 +620,30 @@ def _kafka(arguments: argparse.Namespace, project_root: Path) -> int:
         kafka.down(home, timeout=min(arguments.timeout, 60.0))
         return 0
     kafka.up(home, timeout=arguments.timeout)
+    return 0
+
+
+def _produce(arguments: argparse.Namespace) -> int:
+    from kappa_shop.landing import batch_numbers
+    from kappa_shop.produce import (
+        check_brokers,
+        default_bootstrap_servers,
+        kafka_spark,
+        produce,
+    )
+
+    batches = batch_numbers(arguments.log) if arguments.all else arguments.batches
+    servers = arguments.bootstrap_servers or default_bootstrap_servers()
+    check_brokers(servers)
+    produced = produce(kafka_spark(), arguments.log, batches, servers)
+    print(
+        f"Produced batch(es) {_describe(produced.batches)}: {produced.records:,} records to "
+        f"{servers} ("
+        + ", ".join(
+            f"{topic} {count:,}" for topic, count in sorted(produced.records_by_topic.items())
+        )
+        + f"); {produced.partitions_already_there} partition file(s) were already there."
+    )
     return 0
 
 

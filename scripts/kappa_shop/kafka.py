@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -78,19 +79,21 @@ def broker_port() -> int:
 # --- the jars ----------------------------------------------------------------------------------
 
 
+def cache_directory() -> Path:
+    """~/.cache/kappa-shop (or under XDG_CACHE_HOME): jars fetched once, outside the project."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kappa-shop"
+
+
 def jar_directory(version: str = KAFKA_VERSION) -> Path:
     """Where the broker's jars are cached (they may not be yet)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kappa-shop"
-    return cache / f"kafka-{version}" / "jars"
+    return cache_directory() / f"kafka-{version}" / "jars"
 
 
-def fetch_jars(version: str = KAFKA_VERSION, progress: Callable[[str], None] = print) -> Path:
-    """The directory of Kafka's broker jars and their dependencies, resolved from Maven Central
-    (KAPPA_SHOP_MAVEN_REPOSITORY) by PySpark's Ivy on first use; one line when that fails."""
-    directory = jar_directory(version)
-    complete = directory / ".complete"
-    if complete.is_file():
-        return directory
+def resolve_with_ivy(module: str, directory: Path, what: str) -> None:
+    """Resolve the dependencies of the Ivy module `module` (its ivy.xml text) from Maven Central
+    (KAPPA_SHOP_MAVEN_REPOSITORY) with the Ivy that the PySpark wheel ships, and retrieve their
+    jars into `directory`, marked complete; one line naming the cause when that fails."""
     ivy_jars = sorted((spark_home() / "jars").glob("ivy-*.jar"))
     if not ivy_jars:
         raise KappaShopError(f"no Ivy jar in {spark_home() / 'jars'}: reinstall pyspark")
@@ -102,31 +105,46 @@ def fetch_jars(version: str = KAFKA_VERSION, progress: Callable[[str], None] = p
         f"<ibiblio name='central' m2compatible='true' root='{MAVEN_REPOSITORY}'/>"
         "</resolvers></ivysettings>\n"
     )
-    progress(f"  fetching Apache Kafka {version}'s jars from {MAVEN_REPOSITORY} (once, ~45 MB)")
+    ivy_file = work / "ivy.xml"
+    ivy_file.write_text(module)
     partial = work / "jars.partial"
+    shutil.rmtree(partial, ignore_errors=True)
     command = [
         "java", "-jar", str(ivy_jars[-1]), "-settings", str(settings),
-        "-cache", str(work / "ivy-cache"),
-        "-dependency", "org.apache.kafka", "kafka_2.13", version, "-confs", "default",
+        "-cache", str(work / "ivy-cache"), "-ivy", str(ivy_file), "-confs", "default",
         "-retrieve", f"{partial}/[artifact]-[revision](-[classifier]).[ext]",
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, check=False)
-    if result.returncode != 0 or not any(partial.glob("kafka_2.13-*.jar")):
+    if result.returncode != 0 or not any(partial.glob("*.jar")):
         # Ivy's cause (a server it could not reach) or what it could not find
         lines = [line.strip() for line in (result.stdout + result.stderr).splitlines()]
         causes = [line for line in lines if line.startswith("Server access error")]
         causes += [line.strip(": ") for line in lines if line.endswith("not found")]
         raise KappaShopError(
-            f"cannot fetch Apache Kafka {version} from {MAVEN_REPOSITORY}: "
+            f"cannot fetch {what} from {MAVEN_REPOSITORY}: "
             + (causes[0] if causes else "no jar retrieved")
             + " (set KAPPA_SHOP_MAVEN_REPOSITORY to a Maven mirror you can reach)"
         )
-    if directory.exists():
-        for stale in directory.iterdir():
-            stale.unlink()
-        directory.rmdir()
+    shutil.rmtree(directory, ignore_errors=True)
     partial.rename(directory)
-    complete.touch()
+    (directory / ".complete").touch()
+
+
+def fetch_jars(version: str = KAFKA_VERSION, progress: Callable[[str], None] = print) -> Path:
+    """The directory of Kafka's broker jars and their dependencies, resolved from Maven Central
+    (KAPPA_SHOP_MAVEN_REPOSITORY) by PySpark's Ivy on first use; one line when that fails."""
+    directory = jar_directory(version)
+    if (directory / ".complete").is_file():
+        return directory
+    progress(f"  fetching Apache Kafka {version}'s jars from {MAVEN_REPOSITORY} (once, ~45 MB)")
+    module = (
+        "<ivy-module version='2.0'><info organisation='kappa-shop' module='kafka-broker'/>"
+        "<dependencies>"
+        f"<dependency org='org.apache.kafka' name='kafka_2.13' rev='{version}'"
+        " conf='default->default'/>"
+        "</dependencies></ivy-module>\n"
+    )
+    resolve_with_ivy(module, directory, f"Apache Kafka {version}")
     return directory
 
 
@@ -158,13 +176,13 @@ def _runs(broker: Broker | None) -> bool:
     return BROKER_CLASS in command_line.split("\0")
 
 
-def answers(port: int) -> bool:
-    """Whether a Kafka broker answers on 127.0.0.1:`port`: its reply to an ApiVersions request
+def answers(port: int, host: str = LOOPBACK) -> bool:
+    """Whether a Kafka broker answers on `host`:`port`: its reply to an ApiVersions request
     (Kafka's protocol, version 0: what every client sends first) carries no error."""
     client = b"kappa-shop"
     request = struct.pack(">hhih", 18, 0, 1, len(client)) + client
     try:
-        with socket.create_connection((LOOPBACK, port), timeout=5) as connection:
+        with socket.create_connection((host, port), timeout=5) as connection:
             connection.sendall(struct.pack(">i", len(request)) + request)
             reply = b""
             while len(reply) < 10:
