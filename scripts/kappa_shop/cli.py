@@ -184,13 +184,34 @@ def _parser() -> argparse.ArgumentParser:
             "killed at any point and run again neither skips nor doubles a record."
         ),
     )
-    ingest.add_argument("--landing", type=Path, required=True, help="the landing zone to read")
+    where = ingest.add_mutually_exclusive_group(required=True)
+    where.add_argument("--landing", type=Path, help="the landing zone to read")
+    where.add_argument(
+        "--kafka",
+        action="store_true",
+        help="read the log's topics from Kafka (one topic per stream; see --bootstrap-servers)",
+    )
+    ingest.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="with --kafka: the brokers (default: KAPPA_SHOP_KAFKA_BOOTSTRAP_SERVERS, else the "
+        "broker of `kappa-shop kafka up`)",
+    )
+    ingest.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --kafka: a Kafka client setting passed through (security.protocol=SSL, "
+        "sasl.mechanism=..., ssl.truststore.location=...); repeat for more",
+    )
     _add_target(ingest)
     ingest.add_argument(
         "--max-files-per-batch",
         type=int,
         default=None,
-        help="cap the files of one ingestion batch (default: everything available at once)",
+        help="cap the files of one ingestion batch (with --kafka: its records; default: "
+        "everything available at once)",
     )
     ingest.add_argument(
         "--pause-between-writes",
@@ -446,7 +467,10 @@ def _run(arguments: argparse.Namespace) -> int:
     if command == "ingest":  # bad input is one line, before Spark starts
         from kappa_shop.ingest import check_landing_zone
 
-        check_landing_zone(arguments.landing.resolve())
+        if arguments.landing is not None:
+            check_landing_zone(arguments.landing.resolve())
+        elif not all("=" in option for option in arguments.kafka_option):
+            raise KappaShopError("--kafka-option takes NAME=VALUE, such as security.protocol=SSL")
     java = check_java()
     if command == "kafka":
         return _kafka(arguments, project_root)
@@ -470,17 +494,31 @@ def _run(arguments: argparse.Namespace) -> int:
 
         if arguments.max_files_per_batch is not None and arguments.max_files_per_batch < 1:
             raise KappaShopError("--max-files-per-batch must be at least 1")
+        source: Any = arguments.landing
+        jars: list[Path] = []
+        if arguments.kafka:
+            from kappa_shop.ingest import KafkaSource
+            from kappa_shop.produce import check_brokers, connector_jars, default_bootstrap_servers
+
+            source = KafkaSource(
+                arguments.bootstrap_servers or default_bootstrap_servers(),
+                dict(option.split("=", 1) for option in arguments.kafka_option),
+            )
+            if not source.options:  # (a broker that needs TLS or SASL does not answer a probe)
+                check_brokers(source.bootstrap_servers)
+            jars = connector_jars()
+        spark = project.spark(extra_jars=jars)
         warehouse = project.warehouse()
         report = ingest(
-            project.spark(),
-            arguments.landing,
+            spark,
+            source,
             project.raw_schema,
             max_files_per_batch=arguments.max_files_per_batch,
             pause_between_writes=arguments.pause_between_writes,
             warehouse=warehouse,
         )
         if not report.batches:
-            print(f"Nothing new to ingest in {arguments.landing}.")
+            print(f"Nothing new to ingest in {arguments.landing or 'the topics'}.")
         else:
             print(
                 f"Ingested {report.records:,} records in {len(report.batches)} batch(es) "

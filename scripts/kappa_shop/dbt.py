@@ -46,11 +46,13 @@ class DbtProject:
         """The target's schema, where the models are built."""
         return str(self.output["schema"])
 
-    def spark(self) -> Any:
-        """The SparkSession ingestion runs in for this target (started on first use)."""
+    def spark(self, extra_jars: Sequence[Path] = ()) -> Any:
+        """The SparkSession ingestion runs in for this target (started on first use), with
+        `extra_jars` on its classpath (such as Spark's Kafka connector; they must be asked for
+        by the first call, which starts it)."""
         from kappa_shop.spark import session_for_output
 
-        return session_for_output(self.output, self.target_name)
+        return session_for_output(self.output, self.target_name, extra_jars)
 
     def warehouse(self) -> Any:
         """SQL on this target's tables (kappa_shop.warehouse.Warehouse), connected once."""

@@ -20,6 +20,15 @@ The checkpoint sits in the warehouse beside the tables it describes
 (`<warehouse>/_checkpoints/<raw schema>/ingest`), so `make clean` removes both together, and
 it is bound to one landing directory.
 
+From Kafka (`KafkaSource`, `kappa-shop ingest --kafka`): the same query and batches, with
+Spark's Kafka source instead of the file source, one topic per stream, offsets kept in the
+same checkpoint (so a batch's offset range is fixed before it is written, as its files are).
+A row is one Kafka record: its `raw_record` is the record as the broker holds it, a JSON object
+of its topic, partition, offset, timestamp, key and value (the value verbatim, as a string),
+and its `_source_file` is `kafka:<topic>/<partition>`; staging reads the event from the value
+and where it lies in the log from the broker's fields. A raw schema is ingested from one kind
+of source (the checkpoint is bound to it).
+
 Where the SQL runs: on the `local` target the streaming query and the raw tables share one
 embedded SparkSession, and foreachBatch inserts from a temporary view. On the `cluster` target
 the tables live behind the Thrift Server: the streaming query is an application of its own on
@@ -73,6 +82,18 @@ class IngestionReport:
     @property
     def records(self) -> int:
         return sum(batch.records for batch in self.batches)
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    """Where ingestion reads the log from Kafka: the brokers, and client settings passed
+    through to Spark's Kafka source as `kafka.<name>` (security.protocol, sasl.*, ssl.*, ...)."""
+
+    bootstrap_servers: str
+    options: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"Kafka at {self.bootstrap_servers}"
 
 
 def checkpoint_dir(warehouse: Warehouse, raw_schema: str) -> Path:
@@ -145,19 +166,20 @@ def _lock_ingestion(checkpoint: Path, raw_schema: str) -> IO[str]:
     return handle
 
 
-def _bind_landing(checkpoint: Path, landing_dir: Path) -> None:
-    """One checkpoint follows one landing directory; a different one would reuse batch ids."""
+def _bind_source(checkpoint: Path, source: str) -> None:
+    """One checkpoint follows one source (a landing directory, or Kafka); another would reuse
+    batch ids."""
     marker = checkpoint / "landing_dir.txt"
     if marker.is_file():
         bound = marker.read_text().strip()
-        if bound != str(landing_dir):
+        if bound != source:
             raise KappaShopError(
-                f"these raw tables are ingested from {bound}, not {landing_dir}: use that "
-                "landing directory, another schema (KAPPA_SHOP_SCHEMA), or `make clean`"
+                f"these raw tables are ingested from {bound}, not {source}: use that source, "
+                "another schema (KAPPA_SHOP_SCHEMA), or `make clean`"
             )
         return
     checkpoint.mkdir(parents=True, exist_ok=True)
-    marker.write_text(f"{landing_dir}\n")
+    marker.write_text(f"{source}\n")
 
 
 def check_landing_zone(landing_dir: Path) -> Path:
@@ -194,28 +216,36 @@ def check_landing_zone(landing_dir: Path) -> Path:
 
 def ingest(
     spark: Any,
-    landing_dir: Path,
+    source: Path | KafkaSource,
     raw_schema: str,
     progress: Callable[[str], None] = print,
     max_files_per_batch: int | None = None,
     pause_between_writes: float = 0.0,
     warehouse: Warehouse | None = None,
 ) -> IngestionReport:
-    """Ingest every landed file not yet ingested into the raw tables of `raw_schema`.
+    """Ingest everything the source holds that is not yet ingested into the raw tables of
+    `raw_schema`: every landed file not yet ingested (a landing directory), or every record of
+    the log's topics past the checkpoint's offsets (KafkaSource).
 
     `spark` runs the streaming query; `warehouse` holds the raw tables (by default the same
-    embedded session; a Thrift Server's for the cluster target).
+    embedded session; a Thrift Server's for the cluster target). For Kafka, `spark` must have
+    Spark's Kafka connector (kappa_shop.produce.connector_jars) and `max_files_per_batch`
+    caps the records of a batch instead.
     """
     from pyspark.errors import StreamingQueryException
-    from pyspark.sql import functions as F
 
-    landing_dir = landing_dir.resolve()
-    topics_dir = check_landing_zone(landing_dir)
     warehouse = warehouse or SessionWarehouse(spark)
     shared_session = isinstance(warehouse, SessionWarehouse) and warehouse.spark is spark
+    if isinstance(source, KafkaSource):
+        check_topics(spark, source)
+        bound = f"kafka ({', '.join(topic.name for topic in TOPICS)})"
+    else:
+        source = source.resolve()
+        topics_dir = check_landing_zone(source)
+        bound = str(source)
     ensure_raw_tables(warehouse, raw_schema)
     checkpoint = checkpoint_dir(warehouse, raw_schema)
-    _bind_landing(checkpoint, landing_dir)
+    _bind_source(checkpoint, bound)
     lock = _lock_ingestion(checkpoint, raw_schema)
     try:
         staging = None if shared_session else staging_dir(warehouse, raw_schema)
@@ -242,17 +272,10 @@ def ingest(
                 failure.append(error)
                 raise
 
-        reader = (
-            spark.readStream.format("text")
-            .option("recursiveFileLookup", "true")
-            .option("pathGlobFilter", "*.jsonl")
-            .option("maxFileAge", MAX_FILE_AGE)
-        )
-        if max_files_per_batch:
-            reader = reader.option("maxFilesPerTrigger", str(max_files_per_batch))
-        lines = reader.load(str(topics_dir)).select(
-            F.col("value").alias("raw_record"), F.col("_metadata.file_path").alias("file_path")
-        )
+        if isinstance(source, KafkaSource):
+            lines = _kafka_records(spark, source, max_files_per_batch)
+        else:
+            lines = _landed_lines(spark, topics_dir, max_files_per_batch)
         query = (
             lines.writeStream.foreachBatch(write_batch)
             .option("checkpointLocation", str(checkpoint / "query"))
@@ -266,11 +289,122 @@ def ingest(
             if failure and isinstance(failure[0], KappaShopError):
                 raise failure[0] from None
             cause = failure[0] if failure else error
-            first_line = str(cause).strip().splitlines()[0] if str(cause).strip() else repr(cause)
+            text = str(cause).strip()
+            if isinstance(source, KafkaSource) and _LOST_OFFSETS in text:
+                raise KappaShopError(
+                    f"the checkpoint of {raw_schema} needs records that {source.describe()} "
+                    "no longer has (deleted by the topic's retention, or the topic was "
+                    "deleted and made again): "
+                    + _lost_detail(text)
+                    + ". Ingestion stopped there (the batches before it are in the raw "
+                    "tables); to go on from what Kafka still has, ingest into a new schema "
+                    "(KAPPA_SHOP_SCHEMA) and rebuild from it, or keep the log longer "
+                    "(retention.ms=-1 on the topics)"
+                ) from None
+            first_line = text.splitlines()[0] if text else repr(cause)
             raise KappaShopError(f"ingestion failed: {first_line}") from None
         return report
     finally:
         lock.close()  # releases the lock (as a killed process's end does)
+
+
+# what Spark's Kafka source says when offsets it must read are gone (failOnDataLoss)
+_LOST_OFFSETS = "not available in Kafka any more"
+
+
+def _lost_detail(text: str) -> str:
+    """The partition and offsets of Spark's data-loss message, when it names them."""
+    import re
+
+    match = re.search(r"(Cannot fetch offset \d+ \(GroupId: [^)]*\) for [^,.\n]+)", text)
+    match = match or re.search(r"(\S+-\d+'s offset was changed from \d+ to \d+)", text)
+    return match[1] if match else text.strip().splitlines()[0][:300]
+
+
+def _landed_lines(spark: Any, topics_dir: Path, max_files_per_batch: int | None) -> Any:
+    """The streaming lines of the landing zone: raw_record, _source_file, topic."""
+    from pyspark.sql import functions as F
+
+    reader = (
+        spark.readStream.format("text")
+        .option("recursiveFileLookup", "true")
+        .option("pathGlobFilter", "*.jsonl")
+        .option("maxFileAge", MAX_FILE_AGE)
+    )
+    if max_files_per_batch:
+        reader = reader.option("maxFilesPerTrigger", str(max_files_per_batch))
+    path = F.col("_metadata.file_path")
+    return reader.load(str(topics_dir)).select(
+        F.col("value").alias("raw_record"),
+        F.regexp_extract(path, r"(topics/[^/]+/[^/]+/[^/]+)$", 1).alias("_source_file"),
+        F.regexp_extract(path, r"topics/([^/]+)/", 1).alias("topic"),
+    )
+
+
+def _kafka_reader(spark: Any, source: KafkaSource, streaming: bool = True) -> Any:
+    reader = (spark.readStream if streaming else spark.read).format("kafka")
+    reader = reader.option("kafka.bootstrap.servers", source.bootstrap_servers)
+    for name, value in source.options.items():
+        reader = reader.option(f"kafka.{name}", value)
+    return reader
+
+
+def check_topics(spark: Any, source: KafkaSource) -> None:
+    """Stop in one line when no broker answers or a topic of the log is missing."""
+    from kappa_shop.produce import check_brokers
+
+    if not source.options:  # (a broker that needs TLS or SASL does not answer the probe)
+        check_brokers(source.bootstrap_servers)
+    jvm = spark.sparkContext._jvm  # Kafka's own admin client, from the connector's jars
+    settings = jvm.java.util.Properties()
+    settings.put("bootstrap.servers", source.bootstrap_servers)
+    for name, value in source.options.items():
+        settings.put(name, value)
+    admin = jvm.org.apache.kafka.clients.admin.Admin.create(settings)
+    try:
+        seconds = jvm.java.util.concurrent.TimeUnit.SECONDS
+        present = set(admin.listTopics().names().get(60, seconds))
+    finally:
+        admin.close()
+    missing = [topic.name for topic in TOPICS if topic.name not in present]
+    if missing:
+        raise KappaShopError(
+            f"{source.describe()} has no topic {', '.join(missing)}: every stream of the log "
+            "(var log_streams) is read from its topic; produce to it (`kappa-shop produce`) or "
+            "create it. Nothing was ingested"
+        )
+
+
+def _kafka_records(spark: Any, source: KafkaSource, max_records_per_batch: int | None) -> Any:
+    """The streaming records of the log's topics: raw_record (the broker's record as JSON),
+    _source_file (kafka:<topic>/<partition>), topic."""
+    from pyspark.sql import functions as F
+
+    reader = (
+        _kafka_reader(spark, source)
+        .option("subscribe", ",".join(topic.name for topic in TOPICS))
+        .option("startingOffsets", "earliest")
+        # offsets the checkpoint needs that the broker deleted stop the query (one line above)
+        .option("failOnDataLoss", "true")
+        .option("kafka.allow.auto.create.topics", "false")
+    )
+    if max_records_per_batch:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_records_per_batch))
+    record = F.struct(
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        F.col("key").cast("string").alias("key"),
+        F.col("value").cast("string").alias("value"),
+    )
+    return reader.load().select(
+        F.to_json(record).alias("raw_record"),
+        F.concat(F.lit("kafka:"), "topic", F.lit("/"), F.col("partition").cast("string")).alias(
+            "_source_file"
+        ),
+        F.col("topic"),
+    )
 
 
 def _write_batch(
@@ -290,11 +424,7 @@ def _write_batch(
     from pyspark.sql import functions as F
 
     ingested_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-    landed = batch.select(
-        "raw_record",
-        F.regexp_extract("file_path", r"(topics/[^/]+/[^/]+/[^/]+)$", 1).alias("_source_file"),
-        F.regexp_extract("file_path", r"topics/([^/]+)/", 1).alias("topic"),
-    ).persist()
+    landed = batch.select("raw_record", "_source_file", "topic").persist()
     try:
         per_topic = landed.groupBy("topic").agg(
             F.count(F.lit(1)).alias("records"), F.countDistinct("_source_file").alias("files")

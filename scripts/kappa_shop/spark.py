@@ -15,6 +15,7 @@ import os
 import re
 import socket
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,9 @@ def session_for(profiles_dir: Path, target: str):  # noqa: ANN201 (pyspark impor
     return session_for_output(profile_output(profiles_dir, target), target)
 
 
-def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
+def session_for_output(  # noqa: ANN201
+    output: dict[str, Any], target: str, extra_jars: Sequence[Path] = ()
+):
     """Start (or reuse) the SparkSession for a rendered profile output.
 
     - `method: session` (local): the embedded session dbt-spark itself uses, with the Hive
@@ -100,6 +103,9 @@ def session_for_output(output: dict[str, Any], target: str):  # noqa: ANN201
             f"target {target!r} uses method {method!r}; kappa-shop runs on `session` "
             "(embedded Spark) and `thrift` (a Spark Thrift Server) targets"
         )
+    if extra_jars:
+        jars = [str(settings["spark.jars"])] if settings.get("spark.jars") else []
+        settings["spark.jars"] = ",".join([*jars, *(str(jar) for jar in extra_jars)])
     delta = check_delta_pin(settings, target)
     from pyspark import SparkContext
     from pyspark.sql import SparkSession

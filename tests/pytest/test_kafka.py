@@ -1,7 +1,11 @@
 """`kappa-shop kafka up|status|down`: a real Apache Kafka broker (KRaft, one JVM) from Maven
 Central's jars, in a copy of the project on ports of its own: it answers Kafka's protocol on
 127.0.0.1 only, `up` again changes nothing, `down` leaves no process and no port; a taken port
-and jars that cannot be fetched each stop `up` with one line.
+and jars that cannot be fetched each stop `up` with one line. On it: a generated log produced
+(`kappa-shop produce`) and read back; ingested (`kappa-shop ingest --kafka`) with a SIGKILL
+inside a batch and run again, each record in its raw table once; its deliveries staged as an
+independent classification of the same log says; a missing topic, offsets the broker no
+longer has and no broker at all, one line each.
 
 (The jars are fetched once into ~/.cache/kappa-shop/, as for a user; the first run here takes
 a minute longer.)"""
@@ -9,20 +13,24 @@ a minute longer.)"""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import socket
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import copy_project, free_ports, listening_addresses, run_in
-from log_oracle import defect, landed_lines
+from conftest import copy_project, free_ports, listening_addresses, run_in, subprocess_environment
+from log_oracle import classify, defect, landed_lines
 
 from kappa_shop.cluster import process_alive
 from kappa_shop.generator import GeneratorConfig, generate
-from kappa_shop.kafka import answers
+from kappa_shop.kafka import answers, jar_directory
+from kappa_shop.log_format import TOPICS
 
 pytestmark = pytest.mark.spark  # (a JVM of its own, as long as a Spark test's)
 
@@ -37,6 +45,30 @@ def _pid(root: Path) -> int | None:
 
     state = root / ".kafka" / "kafka.json"
     return json.loads(state.read_text())["pid"] if state.is_file() else None
+
+
+def _ingest_command(root: Path, *arguments: str) -> list[str]:
+    return [sys.executable, "-m", "kappa_shop", "--project-dir", str(root), "ingest", "--kafka",
+            *arguments]  # fmt: skip
+
+
+def _error_line(result) -> str:
+    """The one line a failed command says why in, after Spark started (Java prints its own
+    start-up warning before it): the last line, the only one of kappa-shop, no traceback."""
+    lines = result.stderr.strip().splitlines()
+    ours = [line for line in lines if line.startswith("kappa-shop:")]
+    assert result.returncode == 1 and ours == lines[-1:], result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    return ours[0]
+
+
+def _settings(port: int, schema: str = "from_kafka") -> dict[str, str]:
+    return {"KAPPA_SHOP_KAFKA_PORT": str(port), "KAPPA_SHOP_SCHEMA": schema,
+            "PYTHONUNBUFFERED": "1"}  # fmt: skip
+
+
+def _ingest_environment(root: Path, port: int) -> dict[str, str]:
+    return subprocess_environment(root, **_settings(port))
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +102,19 @@ def test_up_starts_a_broker_on_loopback_that_answers_and_up_again_changes_nothin
 
     status = _kafka(root, port, "status")
     assert status.returncode == 0 and "running" in status.stdout, status.stdout
+
+
+def test_ingesting_from_a_broker_without_the_log_s_topics_is_one_line(broker):
+    # (before the log is produced: the broker has no topic yet)
+    root, port = broker
+    result = run_in(root, _ingest_command(root), timeout=600, **_settings(port, schema="no_topics"))
+    assert _error_line(result) == (
+        f"kappa-shop: error: Kafka at 127.0.0.1:{port} has no topic "
+        + ", ".join(topic.name for topic in TOPICS)
+        + ": every stream of the log (var log_streams) is read from its topic; produce to it "
+        "(`kappa-shop produce`) or create it. Nothing was ingested"
+    )
+    assert not (root / "spark-warehouse" / "no_topics_raw.db" / "raw_ingestion_batches").exists()
 
 
 def test_a_taken_port_is_refused_in_one_line(tmp_path):
@@ -138,15 +183,24 @@ def _produce(root: Path, port: int, *arguments: str):
     return run_in(root, [*command, *arguments], timeout=600, KAPPA_SHOP_KAFKA_PORT=str(port))
 
 
-def test_a_produced_log_holds_every_record_at_its_offset_once(broker, tmp_path):
+@pytest.fixture(scope="module")
+def produced(broker, tmp_path_factory):
+    """PRODUCED_LOG generated and produced to the broker in two calls (batches 1-2, then all)."""
     root, port = broker
-    log = tmp_path / "log"
+    if _pid(root) is None:
+        pytest.fail("the broker of the first test is not running")
+    log = tmp_path_factory.mktemp("produced") / "log"
     generate(PRODUCED_LOG, log, progress=lambda message: None)
-
     first = _produce(root, port, "--log", str(log), "--batches", "1-2")
+    again = _produce(root, port, "--log", str(log), "--all")
+    return log, first, again
+
+
+def test_a_produced_log_holds_every_record_at_its_offset_once(broker, produced, tmp_path):
+    root, port = broker
+    log, first, again = produced
     assert first.returncode == 0, first.stdout + first.stderr
     # again, with the rest: batches 1 and 2 are not sent twice
-    again = _produce(root, port, "--log", str(log), "--all")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "  batch 1:" not in again.stdout and "  batch 2:" not in again.stdout
     assert "  batch 3:" in again.stdout  # (and the stragglers' batch 4, if it holds records)
@@ -190,6 +244,181 @@ def test_a_produced_log_holds_every_record_at_its_offset_once(broker, tmp_path):
     assert sum(manifest["totals"]["malformed"].values()) == sum(
         count for kind, count in kinds.items() if kind != "ok"
     ), (kinds, manifest["totals"]["malformed"])
+
+
+KAFKA_SCHEMA = "from_kafka"
+
+
+@pytest.fixture(scope="module")
+def ingested_from_kafka(broker, produced):
+    """The produced log ingested from Kafka in batches of 200 records, the run killed with
+    SIGKILL inside its third batch (after a raw table, before the receipt), then run again; and
+    the deliveries models and their outcomes built on the raw tables. Returns the two runs'
+    output."""
+    root, port = broker
+    killed = subprocess.Popen(
+        _ingest_command(root, "--max-files-per-batch", "200", "--pause-between-writes", "1"),
+        cwd=root,
+        env=_ingest_environment(root, port),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: Spark's JVM dies with it
+    )
+    seen = []
+    assert killed.stdout is not None
+    for line in killed.stdout:
+        seen.append(line)
+        if "(batch 3); pausing" in line:
+            break  # batch 3 has written a raw table and pauses before the next
+    os.killpg(killed.pid, signal.SIGKILL)
+    assert killed.wait(timeout=60) == -signal.SIGKILL, "".join(seen)
+    raw_dir = root / "spark-warehouse" / f"{KAFKA_SCHEMA}_raw.db"
+    receipts = {path.name for path in (raw_dir / "raw_ingestion_batches").glob("*=*")}
+    assert receipts == {"ingestion_batch_id=1", "ingestion_batch_id=2"}, "".join(seen)
+    assert list(raw_dir.glob("raw_*/_ingestion_batch_id=3")), "".join(seen)
+
+    again = subprocess.run(
+        _ingest_command(root), cwd=root, env=_ingest_environment(root, port),
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    staged = run_in(
+        root,
+        [str(Path(sys.executable).parent / "dbt"), "run", "--select", "+stg_log__delivery_outcomes",
+         "--vars", json.dumps({"raw_schema": f"{KAFKA_SCHEMA}_raw"}),
+         "--project-dir", str(root), "--profiles-dir", str(root)],
+        timeout=900,
+        KAPPA_SHOP_SCHEMA=KAFKA_SCHEMA,
+    )  # fmt: skip
+    assert staged.returncode == 0, staged.stdout[-4000:]
+    return "".join(seen), again.stdout
+
+
+def test_ingesting_from_kafka_killed_inside_a_batch_then_again_holds_each_record_once(
+    broker, produced, ingested_from_kafka, spark
+):
+    root, _ = broker
+    log, _, _ = produced
+    _, again = ingested_from_kafka
+    assert "ingestion batch 3:" in again  # the interrupted batch, replayed
+    produced_per_topic = Counter(line.topic for line in landed_lines(log))
+    raw_dir = root / "spark-warehouse" / f"{KAFKA_SCHEMA}_raw.db"
+    for topic in TOPICS:
+        rows = spark.read.parquet(str(raw_dir / topic.raw_table))
+        records = rows.selectExpr(
+            "get_json_object(raw_record, '$.topic') as topic",
+            "cast(get_json_object(raw_record, '$.partition') as int) as partition",
+            "cast(get_json_object(raw_record, '$.offset') as bigint) as offset",
+        )
+        total = records.count()
+        distinct = records.distinct().count()
+        # every record the broker holds for the topic, once: topic, partition and offset are
+        # the broker's
+        assert total == distinct == produced_per_topic[topic.name], topic.name
+        assert records.where(f"topic != '{topic.name}'").count() == 0
+    receipts = spark.read.parquet(str(raw_dir / "raw_ingestion_batches")).collect()
+    numbers = sorted(row["ingestion_batch_id"] for row in receipts)
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 4
+    assert sum(row["landed_record_count"] for row in receipts) == sum(produced_per_topic.values())
+
+
+def test_records_from_kafka_are_staged_as_their_landed_lines_are(
+    broker, produced, ingested_from_kafka, spark
+):
+    # the outcome of every record (accepted, duplicate, conflicting, quarantined and why), by
+    # staging from the broker's records, equals an independent classification of the landed
+    # lines of the same log; and each staged event lies where the broker put it
+    root, _ = broker
+    log, _, _ = produced
+    lines = list(landed_lines(log))
+    expected: Counter = Counter()
+    for topic, counts in classify(lines).counts.items():
+        for kind, count in counts.items():
+            outcome = {"valid": "accepted", "duplicate": "duplicate"}.get(kind)
+            outcome = outcome or ("conflicting_duplicate" if kind == "conflicting_duplicate"
+                                  else "malformed")  # fmt: skip
+            reason = kind if kind not in ("valid", "duplicate") else "none"
+            expected[(topic, outcome, reason)] += count
+    outcomes = spark.read.parquet(
+        str(root / "spark-warehouse" / f"{KAFKA_SCHEMA}.db" / "stg_log__delivery_outcomes")
+    )
+    reported: Counter = Counter()
+    for row in outcomes.collect():
+        reported[(row["topic"], row["outcome"], row["quarantine_reason"])] += row["deliveries"]
+    assert +reported == +expected
+    assert sum(reported.values()) == len(lines)
+
+    landed_at = {}
+    before: Counter = Counter()
+    for line in lines:
+        landing_file = (line.topic, line.partition, line.file_first_offset)
+        landed_at[(line.topic, line.partition, line.file_first_offset + before[landing_file])] = (
+            line.text
+        )
+        before[landing_file] += 1
+    staged = spark.read.parquet(
+        str(root / "spark-warehouse" / f"{KAFKA_SCHEMA}.db" / "stg_orders__order_event_deliveries")
+    ).collect()
+    assert staged
+    for row in staged:
+        text = landed_at[("order_events", row["log_partition"], row["log_offset"])]
+        if row["event_id"] is not None:
+            assert json.loads(text)["event_id"] == row["event_id"]
+
+
+# more records to web_events partition 0, then every record of it deleted up to its end, as
+# a topic's retention would: with Kafka's own clients (the broker's jars), in the JDK's jshell
+DELETE_RECORDS = """
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.TopicPartition;
+var settings = new java.util.Properties();
+settings.put("bootstrap.servers", System.getenv("KAFKA_SERVERS"));
+settings.put("key.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+settings.put("value.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+var producer = new KafkaProducer<String, String>(settings);
+for (int n = 0; n < 5; n++)
+    producer.send(new ProducerRecord<>("web_events", 0, null, "not kept " + n)).get();
+producer.close();
+var admin = Admin.create(settings);
+var partition = new TopicPartition("web_events", 0);
+var latest = admin.listOffsets(java.util.Map.of(partition, OffsetSpec.latest()));
+long end = latest.partitionResult(partition).get().offset();
+admin.deleteRecords(java.util.Map.of(partition, RecordsToDelete.beforeOffset(end))).all().get();
+admin.close();
+System.out.println("deleted web_events-0 up to offset " + end);
+/exit
+"""
+
+
+def _delete_records(port: int, script: Path) -> subprocess.CompletedProcess:
+    script.write_text(DELETE_RECORDS)
+    classpath = ":".join(str(jar) for jar in sorted(jar_directory().glob("*.jar")))
+    return subprocess.run(
+        ["jshell", "--class-path", classpath, str(script)],
+        env={**os.environ, "KAFKA_SERVERS": f"127.0.0.1:{port}"},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def test_offsets_the_broker_no_longer_has_stop_ingestion_in_one_line(
+    broker, ingested_from_kafka, tmp_path
+):
+    root, port = broker
+    deleted = _delete_records(port, tmp_path / "delete_records.jsh")
+    assert "deleted web_events-0 up to offset" in deleted.stdout, deleted.stdout + deleted.stderr
+    raw_dir = root / "spark-warehouse" / f"{KAFKA_SCHEMA}_raw.db"
+    receipts_before = len(list((raw_dir / "raw_ingestion_batches").glob("*=*")))
+
+    result = run_in(root, _ingest_command(root), timeout=600, **_settings(port))
+    line = _error_line(result)
+    assert line.startswith(
+        f"kappa-shop: error: the checkpoint of {KAFKA_SCHEMA}_raw needs records that Kafka at "
+        f"127.0.0.1:{port} no longer has (deleted by the topic's retention"
+    ), line
+    assert "Ingestion stopped there" in line
+    assert len(list((raw_dir / "raw_ingestion_batches").glob("*=*"))) == receipts_before
 
 
 def test_producing_without_a_broker_is_one_line(tmp_path):

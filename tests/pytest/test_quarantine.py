@@ -145,22 +145,21 @@ NO_INSTANT = [
 ]
 
 
-def _stage_event_times(spark, project_copy, schema, times, log_streams=None) -> dict:
-    """One landed file of page views whose event times are `times`, ingested into
-    <schema>_raw and staged (stg_web__event_deliveries, with `log_streams` for the var when
-    given): each record's (occurred_at as text, invalid_reason), by its position in `times`."""
+def _stage_records(spark, project_copy, schema, records, log_streams=None) -> dict:
+    """`records` (page views) landed in one file of web_events, partition 0, at offsets 0, 1,
+    ..., ingested into <schema>_raw and staged (stg_web__event_deliveries, with `log_streams`
+    for the var when given): each record's (event_id, event_type, occurred_at as text,
+    invalid_reason), by its offset."""
     from kappa_shop.log_format import encode
 
     landing = project_copy / "data" / schema / "landing"
     directory = landing / "topics" / "web_events" / "partition=0"
     directory.mkdir(parents=True)
-    records = [
-        {"topic": "web_events", "partition": 0, "offset": offset, "key": "u-1",
-         "event_id": f"e-{offset}", "event_type": "page_view", "event_time": time,
-         "schema_version": 1, "payload": {"user_id": "u-1", "page_path": "/"}}
-        for offset, time in enumerate(times)
-    ]  # fmt: skip
-    (directory / "web_events+0+0.jsonl").write_text("".join(encode(r) + "\n" for r in records))
+    envelope = {"topic": "web_events", "partition": 0, "key": "u-1"}
+    lines = [
+        encode({**envelope, "offset": offset, **record}) for offset, record in enumerate(records)
+    ]
+    (directory / "web_events+0+0.jsonl").write_text("".join(line + "\n" for line in lines))
     ingest(spark, landing, f"{schema}_raw", progress=lambda message: None)
     dbt_vars: dict = {"raw_schema": f"{schema}_raw"}
     if log_streams is not None:
@@ -173,10 +172,26 @@ def _stage_event_times(spark, project_copy, schema, times, log_streams=None) -> 
             "--quiet",
         )  # fmt: skip
     rows = spark.sql(
-        "select event_id, date_format(occurred_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at, "
-        f"invalid_reason from {schema}.stg_web__event_deliveries"
+        "select log_offset, event_id, event_type, "
+        "date_format(occurred_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at, invalid_reason "
+        f"from {schema}.stg_web__event_deliveries"
     ).collect()
-    return {int(row["event_id"][2:]): (row["at"], row["invalid_reason"]) for row in rows}
+    return {
+        row["log_offset"]: (row["event_id"], row["event_type"], row["at"], row["invalid_reason"])
+        for row in rows
+    }
+
+
+def _stage_event_times(spark, project_copy, schema, times, log_streams=None) -> dict:
+    """Page views whose event times are `times`, staged (_stage_records): each record's
+    (occurred_at as text, invalid_reason), by its position in `times`."""
+    records = [
+        {"event_id": f"e-{offset}", "event_type": "page_view", "event_time": time,
+         "schema_version": 1, "payload": {"user_id": "u-1", "page_path": "/"}}
+        for offset, time in enumerate(times)
+    ]  # fmt: skip
+    staged = _stage_records(spark, project_copy, schema, records, log_streams)
+    return {offset: (at, reason) for offset, (_, _, at, reason) in staged.items()}
 
 
 def _micros(instant: str) -> str:
@@ -212,4 +227,35 @@ def test_a_stream_that_declares_epoch_milliseconds_takes_them(spark, project_cop
         4: ("2100-01-01 00:00:00.000000", "event_time_in_future"),
         5: (None, "unparseable_event_time"),  # a JSON number, but not an integer
         6: (None, "unparseable_event_time"),  # RFC 3339, where the stream declares milliseconds
+    }
+
+
+def test_a_stream_names_where_its_producers_put_the_event_fields(spark, project_copy):
+    import yaml
+
+    streams = yaml.safe_load((project_copy / "dbt_project.yml").read_text())["vars"]["log_streams"]
+    streams["web_events"]["event_fields"] = {
+        "event_id": "id", "event_type": "kind", "event_time": "meta.at", "payload": "data",
+    }  # fmt: skip
+    view = {"user_id": "u-1", "page_path": "/"}
+    records = [
+        # the stream's own names: staged, its time normalised to UTC
+        {"id": "e-0", "kind": "page_view", "meta": {"at": "2024-03-01T12:00:00+02:00"},
+         "data": view},
+        # no time where the stream says it is
+        {"id": "e-1", "kind": "page_view", "meta": {}, "data": view},
+        # the default names, which this stream does not use: no id, no time
+        {"event_id": "e-2", "event_type": "page_view", "event_time": "2024-03-01T10:00:00Z",
+         "payload": view},
+        # a payload without a field the event type requires
+        {"id": "e-3", "kind": "page_view", "meta": {"at": "2024-03-01T10:00:00Z"},
+         "data": {"user_id": "u-1"}},
+    ]  # fmt: skip
+    staged = _stage_records(spark, project_copy, "event_fields", records, streams)
+
+    assert staged == {
+        0: ("e-0", "page_view", "2024-03-01 10:00:00.000000", None),
+        1: ("e-1", "page_view", None, "missing_required_field"),
+        2: (None, None, None, "missing_required_field"),
+        3: ("e-3", "page_view", "2024-03-01 10:00:00.000000", "missing_required_field"),
     }
