@@ -56,8 +56,9 @@ $(FAST_START_CONF): $(STAMP) $(wildcard java/kappa_shop/hadoop/*.java) scripts/k
 	$(BIN)/python -m kappa_shop.fast_start $(FAST_START_DIR) >$(VENV)/fast-start.log 2>&1 || \
 	  { tail -n 20 $(VENV)/fast-start.log; exit 1; }
 
-# The JDK's javac, for the fast start's jar (its build, and the tests that build it), installed
-# from Debian's packages when missing
+# The JDK's javac, for the fast start's jar (its build, and the tests that build it), and its
+# jshell (test_kafka deletes records with Kafka's admin client in it), installed from Debian's
+# packages when missing
 jdk:
 	@command -v javac >/dev/null || { \
 	  echo "Installing Debian's JDK 17 (javac) to compile java/"; \

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -118,6 +119,36 @@ def run_in(
         timeout=timeout,
         check=False,
     )
+
+
+def kill_inside_batch(
+    command: list[str], cwd: Path, environment: dict[str, str], raw_dir: Path
+) -> str:
+    """Run an ingestion command (with --pause-between-writes) in a process group of its own
+    and kill the group (Spark's JVM included) with SIGKILL while ingestion batch 3 pauses after
+    one of its raw tables, before its receipt; check that the kill landed there (receipts 1
+    and 2 only, a raw partition of batch 3); return what the command printed."""
+    killed = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    seen = []
+    assert killed.stdout is not None
+    for line in killed.stdout:
+        seen.append(line)
+        if "(batch 3); pausing" in line:
+            break  # batch 3 has written its first table and is pausing before the next
+    os.killpg(killed.pid, signal.SIGKILL)
+    assert killed.wait(timeout=60) == -signal.SIGKILL, "".join(seen)
+    receipts = {path.name for path in (raw_dir / "raw_ingestion_batches").glob("*=*")}
+    assert receipts == {"ingestion_batch_id=1", "ingestion_batch_id=2"}, "".join(seen)
+    assert list(raw_dir.glob("raw_*/_ingestion_batch_id=3")), "".join(seen)
+    return "".join(seen)
 
 
 def kappa_shop_in(

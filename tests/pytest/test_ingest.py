@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import copy_project
+from conftest import copy_project, kill_inside_batch
 from log_oracle import LandedLine, classify, landed_lines
 
 from kappa_shop.errors import KappaShopError
@@ -200,29 +199,13 @@ def test_killed_mid_batch_then_rerun_equals_an_uninterrupted_run(spark, tmp_path
     files = len(list(landing.rglob("*.jsonl")))
     assert files > 30  # enough for several batches of 10 files
 
-    killed = subprocess.Popen(
-        _ingest_command(project, landing, "--pause-between-writes", "1"),
-        cwd=project,
-        env=_environment(project),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its own process group: Spark's JVM dies with it
-    )
-    seen = []
-    assert killed.stdout is not None
-    for line in killed.stdout:
-        seen.append(line)
-        if "(batch 3); pausing" in line:
-            break  # batch 3 has written its first table and is pausing before the next
-    os.killpg(killed.pid, signal.SIGKILL)
-    assert killed.wait(timeout=60) == -signal.SIGKILL, "".join(seen)
     raw_dir = project / "spark-warehouse" / "kappa_shop_raw.db"
-    receipts = {path.name for path in (raw_dir / "raw_ingestion_batches").glob("*=*")}
-    # batch 3's receipt is written last: without it, the kill landed inside batch 3, after
-    # at least one of its tables
-    assert receipts == {"ingestion_batch_id=1", "ingestion_batch_id=2"}, "".join(seen)
-    assert list(raw_dir.glob("raw_*/_ingestion_batch_id=3")), "".join(seen)
+    kill_inside_batch(
+        _ingest_command(project, landing, "--pause-between-writes", "1"),
+        project,
+        _environment(project),
+        raw_dir,
+    )
 
     rerun = subprocess.run(
         _ingest_command(project, landing),

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -24,7 +23,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import copy_project, free_ports, listening_addresses, run_in, subprocess_environment
+from conftest import (
+    copy_project,
+    free_ports,
+    kill_inside_batch,
+    listening_addresses,
+    run_in,
+    subprocess_environment,
+)
 from log_oracle import classify, defect, landed_lines
 
 from kappa_shop.cluster import process_alive
@@ -256,27 +262,13 @@ def ingested_from_kafka(broker, produced):
     the deliveries models and their outcomes built on the raw tables. Returns the two runs'
     output."""
     root, port = broker
-    killed = subprocess.Popen(
-        _ingest_command(root, "--max-files-per-batch", "200", "--pause-between-writes", "1"),
-        cwd=root,
-        env=_ingest_environment(root, port),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its own process group: Spark's JVM dies with it
-    )
-    seen = []
-    assert killed.stdout is not None
-    for line in killed.stdout:
-        seen.append(line)
-        if "(batch 3); pausing" in line:
-            break  # batch 3 has written a raw table and pauses before the next
-    os.killpg(killed.pid, signal.SIGKILL)
-    assert killed.wait(timeout=60) == -signal.SIGKILL, "".join(seen)
     raw_dir = root / "spark-warehouse" / f"{KAFKA_SCHEMA}_raw.db"
-    receipts = {path.name for path in (raw_dir / "raw_ingestion_batches").glob("*=*")}
-    assert receipts == {"ingestion_batch_id=1", "ingestion_batch_id=2"}, "".join(seen)
-    assert list(raw_dir.glob("raw_*/_ingestion_batch_id=3")), "".join(seen)
+    seen = kill_inside_batch(
+        _ingest_command(root, "--max-files-per-batch", "200", "--pause-between-writes", "1"),
+        root,
+        _ingest_environment(root, port),
+        raw_dir,
+    )
 
     again = subprocess.run(
         _ingest_command(root), cwd=root, env=_ingest_environment(root, port),
@@ -292,7 +284,7 @@ def ingested_from_kafka(broker, produced):
         KAPPA_SHOP_SCHEMA=KAFKA_SCHEMA,
     )  # fmt: skip
     assert staged.returncode == 0, staged.stdout[-4000:]
-    return "".join(seen), again.stdout
+    return seen, again.stdout
 
 
 def test_ingesting_from_kafka_killed_inside_a_batch_then_again_holds_each_record_once(
