@@ -313,12 +313,17 @@ _LOST_OFFSETS = "not available in Kafka any more"
 
 
 def _lost_detail(text: str) -> str:
-    """The partition and offsets of Spark's data-loss message, when it names them."""
+    """Which offsets of which partition, from Spark's data-loss error: "Could not read records
+    in offset [0, 5) for topic partition web_events-0" (Spark 4.0)."""
     import re
 
-    match = re.search(r"(Cannot fetch offset \d+ \(GroupId: [^)]*\) for [^,.\n]+)", text)
+    match = re.search(r"Reason: (Could not read records in offset \[\d+, \d+\) for topic "
+                      r"partition \S+)", text)  # fmt: skip
     match = match or re.search(r"(\S+-\d+'s offset was changed from \d+ to \d+)", text)
-    return match[1] if match else text.strip().splitlines()[0][:300]
+    if match:
+        return match[1].rstrip(".")
+    lines = [line.strip() for line in text.splitlines() if "Kafka" in line]
+    return (lines[0] if lines else text.strip().splitlines()[0])[:300]
 
 
 def _landed_lines(spark: Any, topics_dir: Path, max_files_per_batch: int | None) -> Any:
