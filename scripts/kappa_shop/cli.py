@@ -174,6 +174,11 @@ def _parser() -> argparse.ArgumentParser:
         "--batches", type=_parse_batches, help="batch numbers, such as 3, 1-4 or 1,3,5-7"
     )
     which.add_argument("--all", action="store_true", help="every arrival batch of the log")
+    produce.add_argument(
+        "--topic-prefix",
+        default="",
+        help="the topics are <prefix><stream>, such as shop.order_events (default: no prefix)",
+    )
 
     ingest = commands.add_parser(
         "ingest",
@@ -191,20 +196,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read the log's topics from Kafka (one topic per stream; see --bootstrap-servers)",
     )
-    ingest.add_argument(
-        "--bootstrap-servers",
-        default=None,
-        help="with --kafka: the brokers (default: KAPPA_SHOP_KAFKA_BOOTSTRAP_SERVERS, else the "
-        "broker of `kappa-shop kafka up`)",
-    )
-    ingest.add_argument(
-        "--kafka-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="with --kafka: a Kafka client setting passed through (security.protocol=SSL, "
-        "sasl.mechanism=..., ssl.truststore.location=...); repeat for more",
-    )
+    _add_kafka_settings(ingest)
     _add_target(ingest)
     ingest.add_argument(
         "--max-files-per-batch",
@@ -270,6 +262,13 @@ def _parser() -> argparse.ArgumentParser:
         "one_model_per_mode (a model of each mode with its parents: a quick proof of a target; "
         "default: every model)",
     )
+    verify.add_argument(
+        "--kafka",
+        action="store_true",
+        help="produce each round to Kafka (topics of the proof's own, deleted at its end) and "
+        "ingest from there, instead of landing files",
+    )
+    _add_kafka_settings(verify)
     _add_target(verify)
     verify.add_argument(
         "--work-dir",
@@ -452,6 +451,46 @@ def _add_up_down_status(
     )
 
 
+def _add_kafka_settings(parser: argparse.ArgumentParser) -> None:
+    """--bootstrap-servers, --kafka-option and --topic-prefix, for a command's --kafka."""
+    parser.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="with --kafka: the brokers (default: KAPPA_SHOP_KAFKA_BOOTSTRAP_SERVERS, else the "
+        "broker of `kappa-shop kafka up`)",
+    )
+    parser.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --kafka: a Kafka client setting passed through (security.protocol=SSL, "
+        "sasl.mechanism=..., ssl.truststore.location=...); repeat for more",
+    )
+    parser.add_argument(
+        "--topic-prefix",
+        default="",
+        help="with --kafka: the topics are <prefix><stream>, such as shop.order_events "
+        "(default: no prefix)",
+    )
+
+
+def _kafka_source(arguments: argparse.Namespace) -> Any:
+    """The KafkaSource of a command's --kafka settings, after probing its brokers (one line
+    when none answers)."""
+    from kappa_shop.ingest import KafkaSource
+    from kappa_shop.produce import check_brokers, default_bootstrap_servers
+
+    source = KafkaSource(
+        arguments.bootstrap_servers or default_bootstrap_servers(),
+        dict(option.split("=", 1) for option in arguments.kafka_option),
+        arguments.topic_prefix,
+    )
+    if not source.options:  # (a broker that needs TLS or SASL does not answer a probe)
+        check_brokers(source.bootstrap_servers)
+    return source
+
+
 def _run(arguments: argparse.Namespace) -> int:
     from kappa_shop.environment import check_java, find_project_root, prepare_process_environment
 
@@ -469,8 +508,10 @@ def _run(arguments: argparse.Namespace) -> int:
 
         if arguments.landing is not None:
             check_landing_zone(arguments.landing.resolve())
-        elif not all("=" in option for option in arguments.kafka_option):
-            raise KappaShopError("--kafka-option takes NAME=VALUE, such as security.protocol=SSL")
+    if getattr(arguments, "kafka", False) and not all(
+        "=" in option for option in arguments.kafka_option
+    ):
+        raise KappaShopError("--kafka-option takes NAME=VALUE, such as security.protocol=SSL")
     java = check_java()
     if command == "kafka":
         return _kafka(arguments, project_root)
@@ -497,15 +538,9 @@ def _run(arguments: argparse.Namespace) -> int:
         source: Any = arguments.landing
         jars: list[Path] = []
         if arguments.kafka:
-            from kappa_shop.ingest import KafkaSource
-            from kappa_shop.produce import check_brokers, connector_jars, default_bootstrap_servers
+            from kappa_shop.produce import connector_jars
 
-            source = KafkaSource(
-                arguments.bootstrap_servers or default_bootstrap_servers(),
-                dict(option.split("=", 1) for option in arguments.kafka_option),
-            )
-            if not source.options:  # (a broker that needs TLS or SASL does not answer a probe)
-                check_brokers(source.bootstrap_servers)
+            source = _kafka_source(arguments)
             jars = connector_jars()
         spark = project.spark(extra_jars=jars)
         warehouse = project.warehouse()
@@ -673,7 +708,9 @@ def _produce(arguments: argparse.Namespace) -> int:
     batches = batch_numbers(arguments.log) if arguments.all else arguments.batches
     servers = arguments.bootstrap_servers or default_bootstrap_servers()
     check_brokers(servers)
-    produced = produce(kafka_spark(), arguments.log, batches, servers)
+    produced = produce(
+        kafka_spark(), arguments.log, batches, servers, topic_prefix=arguments.topic_prefix
+    )
     print(
         f"Produced batch(es) {_describe(produced.batches)}: {produced.records:,} records to "
         f"{servers} ("
@@ -739,6 +776,14 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
             f"--seeds takes integers separated by commas: {arguments.seeds!r}"
         ) from None
     dbt_vars = _vars_mapping(arguments.vars)
+    kafka = None
+    if arguments.kafka:
+        from kappa_shop.dbt import DbtProject
+        from kappa_shop.produce import connector_jars
+
+        assert isinstance(project, DbtProject)
+        kafka = _kafka_source(arguments)
+        project.spark(extra_jars=connector_jars())  # the first start: with the connector
     failed = []
     for seed in seeds:
         config = VerifyConfig(
@@ -749,6 +794,7 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
             dbt_vars=dbt_vars,
             data_tests=arguments.data_tests,
             selector=arguments.selector,
+            kafka=kafka,
         )
         work_dir = arguments.work_dir or Path("data") / "verify" / str(seed)
         report = verify(project, config, work_dir.resolve())  # type: ignore[arg-type]

@@ -21,8 +21,9 @@ The checkpoint sits in the warehouse beside the tables it describes
 it is bound to one landing directory.
 
 From Kafka (`KafkaSource`, `kappa-shop ingest --kafka`): the same query and batches, with
-Spark's Kafka source instead of the file source, one topic per stream, offsets kept in the
-same checkpoint (so a batch's offset range is fixed before it is written, as its files are).
+Spark's Kafka source instead of the file source, one topic per stream (`<prefix><stream>`),
+offsets kept in the same checkpoint (so a batch's offset range is fixed before it is written,
+as its files are).
 A row is one Kafka record: its `raw_record` is the record as the broker holds it, a JSON object
 of its topic, partition, offset, timestamp, key and value (the value verbatim, as a string),
 and its `_source_file` is `kafka:<topic>/<partition>`; staging reads the event from the value
@@ -91,9 +92,16 @@ class KafkaSource:
 
     bootstrap_servers: str
     options: dict[str, str] = field(default_factory=dict)
+    # the topics are <topic_prefix><stream>: a namespace on a shared cluster ("shop."), or the
+    # proof's own topics (kappa_shop.verify)
+    topic_prefix: str = ""
 
     def describe(self) -> str:
         return f"Kafka at {self.bootstrap_servers}"
+
+    def topic_names(self) -> list[str]:
+        """The log's topics on the brokers, one per stream, in TOPICS order."""
+        return [self.topic_prefix + topic.name for topic in TOPICS]
 
 
 def checkpoint_dir(warehouse: Warehouse, raw_schema: str) -> Path:
@@ -238,7 +246,7 @@ def ingest(
     shared_session = isinstance(warehouse, SessionWarehouse) and warehouse.spark is spark
     if isinstance(source, KafkaSource):
         check_topics(spark, source)
-        bound = f"kafka ({', '.join(topic.name for topic in TOPICS)})"
+        bound = f"kafka ({', '.join(source.topic_names())})"
     else:
         source = source.resolve()
         topics_dir = check_landing_zone(source)
@@ -346,32 +354,17 @@ def _landed_lines(spark: Any, topics_dir: Path, max_files_per_batch: int | None)
     )
 
 
-def _kafka_reader(spark: Any, source: KafkaSource, streaming: bool = True) -> Any:
-    reader = (spark.readStream if streaming else spark.read).format("kafka")
-    reader = reader.option("kafka.bootstrap.servers", source.bootstrap_servers)
-    for name, value in source.options.items():
-        reader = reader.option(f"kafka.{name}", value)
-    return reader
-
-
 def check_topics(spark: Any, source: KafkaSource) -> None:
     """Stop in one line when no broker answers or a topic of the log is missing."""
-    from kappa_shop.produce import check_brokers
+    from kappa_shop.produce import check_brokers, check_connector, kafka_admin
 
+    check_connector(spark)
     if not source.options:  # (a broker that needs TLS or SASL does not answer the probe)
         check_brokers(source.bootstrap_servers)
-    jvm = spark.sparkContext._jvm  # Kafka's own admin client, from the connector's jars
-    settings = jvm.java.util.Properties()
-    settings.put("bootstrap.servers", source.bootstrap_servers)
-    for name, value in source.options.items():
-        settings.put(name, value)
-    admin = jvm.org.apache.kafka.clients.admin.Admin.create(settings)
-    try:
-        seconds = jvm.java.util.concurrent.TimeUnit.SECONDS
+    seconds = spark.sparkContext._jvm.java.util.concurrent.TimeUnit.SECONDS
+    with kafka_admin(spark, source.bootstrap_servers, source.options) as admin:
         present = set(admin.listTopics().names().get(60, seconds))
-    finally:
-        admin.close()
-    missing = [topic.name for topic in TOPICS if topic.name not in present]
+    missing = [name for name in source.topic_names() if name not in present]
     if missing:
         raise KappaShopError(
             f"{source.describe()} has no topic {', '.join(missing)}: every stream of the log "
@@ -385,9 +378,12 @@ def _kafka_records(spark: Any, source: KafkaSource, max_records_per_batch: int |
     _source_file (kafka:<topic>/<partition>), topic."""
     from pyspark.sql import functions as F
 
+    from kappa_shop.produce import kafka_options
+
     reader = (
-        _kafka_reader(spark, source)
-        .option("subscribe", ",".join(topic.name for topic in TOPICS))
+        spark.readStream.format("kafka")
+        .options(**kafka_options(source.bootstrap_servers, source.options))
+        .option("subscribe", ",".join(source.topic_names()))
         .option("startingOffsets", "earliest")
         # offsets the checkpoint needs that the broker deleted stop the query (one line above)
         .option("failOnDataLoss", "true")
@@ -408,7 +404,8 @@ def _kafka_records(spark: Any, source: KafkaSource, max_records_per_batch: int |
         F.concat(F.lit("kafka:"), "topic", F.lit("/"), F.col("partition").cast("string")).alias(
             "_source_file"
         ),
-        F.col("topic"),
+        # the stream (the raw table's topic): the topic's name without the prefix
+        F.col("topic").substr(len(source.topic_prefix) + 1, 1_000).alias("topic"),
     )
 
 

@@ -19,6 +19,12 @@ through retries.
 Safe to repeat, as `deliver` is: a partition that already holds a batch's records is left
 alone; one that ends elsewhere (another log, or a batch produced out of order) stops the run
 in one line, before anything of that batch is sent.
+
+The topics are `<prefix><stream>` (a namespace, or a proof's own topics); those missing are
+created first, with the partitions the log has, so that every stream's topic exists even when
+its first records come later. The proof (kappa_shop.verify) produces in its own schedule's
+order instead (`at_log_offsets=False`): batches out of order and a batch sent twice, each
+record at the next offset of its partition, as a broker takes what producers send.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,8 +159,23 @@ def as_record(topic: str, partition: int, line: str) -> Record:
     )
 
 
-def _kafka_options(bootstrap_servers: str) -> dict[str, str]:
-    return {"kafka.bootstrap.servers": bootstrap_servers}
+def kafka_options(bootstrap_servers: str, options: dict[str, str] | None) -> dict[str, str]:
+    """Spark's Kafka options: the brokers and the client settings (`kafka.<name>`)."""
+    settings = {f"kafka.{name}": value for name, value in (options or {}).items()}
+    return {"kafka.bootstrap.servers": bootstrap_servers, **settings}
+
+
+def check_connector(spark: Any) -> None:
+    """Stop in one line when `spark` has no Kafka connector: it must be asked for when the
+    process's Spark starts (connector_jars; `kappa-shop ingest --kafka` and `verify --kafka` do)."""
+    from py4j.java_gateway import JavaClass
+
+    if not isinstance(spark.sparkContext._jvm.org.apache.kafka.clients.admin.Admin, JavaClass):
+        raise KappaShopError(
+            "this process's Spark started without Spark's Kafka connector, so it cannot read or "
+            "write Kafka: start it with the jars of kappa_shop.produce.connector_jars() "
+            "(`kappa-shop ingest --kafka` and `kappa-shop verify --kafka` do)"
+        )
 
 
 def check_brokers(bootstrap_servers: str) -> None:
@@ -177,15 +199,99 @@ def check_brokers(bootstrap_servers: str) -> None:
         )
 
 
-def end_offsets(spark: Any, bootstrap_servers: str) -> dict[tuple[str, int], int]:
-    """The next offset of every partition of the log's topics that holds records."""
+@contextmanager
+def kafka_admin(
+    spark: Any, bootstrap_servers: str, options: dict[str, str] | None = None
+) -> Iterator[Any]:
+    """Kafka's own admin client, from the Kafka connector's jars on `spark`'s classpath;
+    `options` are client settings (security.protocol, sasl.*, ...). Closed after the block."""
+    jvm = spark.sparkContext._jvm
+    settings = jvm.java.util.Properties()
+    settings.put("bootstrap.servers", bootstrap_servers)
+    for name, value in (options or {}).items():
+        settings.put(name, value)
+    admin = jvm.org.apache.kafka.clients.admin.Admin.create(settings)
+    try:
+        yield admin
+    finally:
+        admin.close()
+
+
+def _wait(spark: Any, future: Any) -> Any:
+    """The value of a Kafka client's future, waiting at most a minute."""
+    return future.get(60, spark.sparkContext._jvm.java.util.concurrent.TimeUnit.SECONDS)
+
+
+def create_topics(
+    spark: Any,
+    bootstrap_servers: str,
+    partitions: dict[str, int],
+    options: dict[str, str] | None = None,
+) -> list[str]:
+    """Create each topic of `partitions` (name: partition count) that the brokers lack, with
+    the brokers' replication factor; stop in one line when one has fewer partitions than the
+    log gives records to. The names of the topics created."""
+    jvm = spark.sparkContext._jvm
+    with kafka_admin(spark, bootstrap_servers, options) as admin:
+        present = set(_wait(spark, admin.listTopics().names()))
+        there = [name for name in partitions if name in present]
+        if there:
+            described = _wait(spark, admin.describeTopics(there).allTopicNames())
+            for name in there:
+                count = described.get(name).partitions().size()
+                if count < partitions[name]:
+                    raise KappaShopError(
+                        f"topic {name} at {bootstrap_servers} has {count} partition(s); the log "
+                        f"has records for {partitions[name]}: add partitions to it "
+                        "(kafka-topics --alter --partitions), or produce to other topics "
+                        "(--topic-prefix). Nothing was sent"
+                    )
+        missing = [name for name in partitions if name not in present]
+        if missing:
+            new_topics = jvm.java.util.ArrayList()
+            for name in missing:
+                new_topics.add(
+                    jvm.org.apache.kafka.clients.admin.NewTopic(
+                        name,
+                        jvm.java.util.Optional.of(partitions[name]),
+                        jvm.java.util.Optional.empty(),  # the brokers' replication factor
+                    )
+                )
+            _wait(spark, admin.createTopics(new_topics).all())
+    return missing
+
+
+def delete_topics(
+    spark: Any, bootstrap_servers: str, names: list[str], options: dict[str, str] | None = None
+) -> None:
+    """Delete the named topics (a proof's own, when it is done)."""
+    with kafka_admin(spark, bootstrap_servers, options) as admin:
+        present = set(_wait(spark, admin.listTopics().names()))
+        gone = [name for name in names if name in present]
+        if gone:
+            _wait(spark, admin.deleteTopics(gone).all())
+
+
+def log_partitions(log_dir: Path) -> int:
+    """How many partitions each topic of a generated log has."""
+    return int(read_manifest(log_dir)["config"]["partitions"])
+
+
+def end_offsets(
+    spark: Any,
+    bootstrap_servers: str,
+    topic_prefix: str = "",
+    options: dict[str, str] | None = None,
+) -> dict[tuple[str, int], int]:
+    """The next offset of every partition of the log's topics that holds records (keyed by
+    the stream's topic, without the prefix)."""
     from pyspark.sql import functions as F
 
-    pattern = "^(" + "|".join(topic.name for topic in TOPICS) + ")$"
+    pattern = "^(" + "|".join(re.escape(topic_prefix + topic.name) for topic in TOPICS) + ")$"
     try:
         frame = (
             spark.read.format("kafka")
-            .options(**_kafka_options(bootstrap_servers))
+            .options(**kafka_options(bootstrap_servers, options))
             .option("subscribePattern", pattern)
             .option("startingOffsets", "earliest")
             .option("endingOffsets", "latest")
@@ -198,7 +304,7 @@ def end_offsets(spark: Any, bootstrap_servers: str) -> dict[tuple[str, int], int
             f"cannot read the topics at Kafka {bootstrap_servers}: {first[:300]}. Is the broker "
             "up (`kappa-shop kafka up`, or --bootstrap-servers)?"
         ) from None
-    return {(row["topic"], row["partition"]): row["last"] + 1 for row in rows}
+    return {(row["topic"][len(topic_prefix) :], row["partition"]): row["last"] + 1 for row in rows}
 
 
 def produce(
@@ -207,8 +313,13 @@ def produce(
     batches: Iterable[int],
     bootstrap_servers: str,
     progress: Callable[[str], None] = print,
+    topic_prefix: str = "",
+    at_log_offsets: bool = True,
+    options: dict[str, str] | None = None,
 ) -> Produced:
-    """Produce the given arrival batches of `log_dir` to their topics (module docstring)."""
+    """Produce the given arrival batches of `log_dir` to their topics (module docstring). With
+    `at_log_offsets` False, every record of the batches is sent, at the partitions' next
+    offsets (the proof's schedule)."""
     from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
     manifest = read_manifest(log_dir)
@@ -217,7 +328,10 @@ def produce(
     for batch in chosen:
         if batch not in known:
             raise KappaShopError(f"{log_dir} has no arrival batch {batch} (it has 1..{len(known)})")
-    ends = end_offsets(spark, bootstrap_servers)
+    partitions = log_partitions(log_dir)
+    topics = {topic_prefix + topic.name: partitions for topic in TOPICS}
+    create_topics(spark, bootstrap_servers, topics, options)
+    ends = end_offsets(spark, bootstrap_servers, topic_prefix, options) if at_log_offsets else {}
     schema = StructType(
         [
             StructField("topic", StringType(), False),
@@ -233,6 +347,10 @@ def produce(
             topic, partition_text, first_text = path.stem.split("+")
             partition, first = int(partition_text), int(first_text)
             lines = path.read_text(encoding="utf-8").split("\n")[:-1]
+            if not at_log_offsets:
+                records += [as_record(topic_prefix + topic, partition, line) for line in lines]
+                report.records_by_topic[topic] = report.records_by_topic.get(topic, 0) + len(lines)
+                continue
             end = ends.get((topic, partition), 0)
             if end >= first + len(lines):
                 report.partitions_already_there += 1
@@ -249,7 +367,7 @@ def produce(
                     )
                     + ". Nothing of this batch was sent"
                 )
-            records += [as_record(topic, partition, line) for line in lines]
+            records += [as_record(topic_prefix + topic, partition, line) for line in lines]
             ends[(topic, partition)] = first + len(lines)
             report.records_by_topic[topic] = report.records_by_topic.get(topic, 0) + len(lines)
         if not records:
@@ -260,7 +378,7 @@ def produce(
         ).coalesce(1)
         (
             frame.write.format("kafka")
-            .options(**_kafka_options(bootstrap_servers))
+            .options(**kafka_options(bootstrap_servers, options))
             .option("kafka.acks", "all")
             .option("kafka.enable.idempotence", "true")
             .option("kafka.linger.ms", "20")

@@ -22,6 +22,12 @@
    (`meta.grain`), row for row otherwise. Any difference fails the proof.
 With `selector` (a YAML selector, such as one_model_per_mode), steps 3-5 build, test and
 diff its models only.
+
+From Kafka (`kafka`): each round's batches are produced to topics of the proof's own
+(`<schema prefix>_<seed>_<time>.<stream>`, created first, deleted at the end) in the
+schedule's order, so the broker gives them offsets in that order, and the redelivered batch is
+sent again as new records (a producer's retry); ingestion reads them with Spark's Kafka source.
+The process's Spark must have the Kafka connector (kappa_shop.produce.connector_jars).
 """
 
 from __future__ import annotations
@@ -30,16 +36,17 @@ import json
 import os
 import random
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
 from kappa_shop.generator import GeneratorConfig, generate, read_manifest
-from kappa_shop.ingest import checkpoint_dir, ingest
+from kappa_shop.ingest import KafkaSource, checkpoint_dir, ingest
 from kappa_shop.landing import deliver
 from kappa_shop.reach_edges import add_edge_batches, declared_reaches
 from kappa_shop.warehouse import Warehouse, checksums, columns
@@ -70,6 +77,8 @@ class VerifyConfig:
     # a YAML selector of selectors.yml: the proof builds, tests and diffs its models only (every
     # model when None); one_model_per_mode where a target, not the models' logic, is on trial
     selector: str | None = None
+    # the log from these Kafka brokers instead of landing files (the proof's own topics)
+    kafka: KafkaSource | None = None
 
     def validate(self) -> None:
         if self.events < 100:
@@ -231,6 +240,7 @@ class _Log:
     landing_dir: Path
     batches: list[int]
     schedule: list[Round]
+    kafka: KafkaSource | None = None  # with the proof's topic prefix
 
 
 @contextmanager
@@ -278,6 +288,11 @@ def _prepare(project: DbtProject, config: VerifyConfig, work_dir: Path) -> _Log:
     edges = add_edge_batches(log_dir, declared_reaches(project.invoke("parse", "--quiet")))
     schedule = plan_schedule(batches, config.rounds, config.seed)
     schedule += [Round((number,), REACH_EDGES) for number in edges]
+    kafka = None
+    if config.kafka is not None:
+        # topics of this proof's own: empty at its start, whatever ran before
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+        kafka = replace(config.kafka, topic_prefix=f"{config.kafka.topic_prefix}{prefix}_{stamp}.")
     return _Log(
         raw_schema=raw_schema,
         incremental_schema=f"{prefix}_incremental",
@@ -286,24 +301,43 @@ def _prepare(project: DbtProject, config: VerifyConfig, work_dir: Path) -> _Log:
         landing_dir=work_dir / "landing",
         batches=batches + edges,
         schedule=schedule,
+        kafka=kafka,
     )
 
 
-def _land(project: DbtProject, log: _Log, number: int, entry: Round) -> tuple[int, Any]:
-    """Deliver round `number` of the schedule and ingest it: the files landed and the ingestion
-    report."""
-    if entry.kind == REDELIVERY:
+def _land(project: DbtProject, log: _Log, number: int, entry: Round) -> tuple[str, Any]:
+    """Deliver round `number` of the schedule and ingest it: what was delivered (files landed,
+    or records produced) and the ingestion report."""
+    source: Path | KafkaSource = log.landing_dir
+    if log.kafka is not None:
+        from kappa_shop.produce import produce
+
+        source = log.kafka
+        produced = produce(
+            project.spark(),
+            log.log_dir,
+            entry.batches,  # a redelivered batch: its records sent again
+            source.bootstrap_servers,
+            progress=lambda message: None,
+            topic_prefix=source.topic_prefix,
+            at_log_offsets=False,
+            options=source.options,
+        )
+        delivered = f"{produced.records} records produced"
+    elif entry.kind == REDELIVERY:
         files = _redeliver(log.log_dir, log.landing_dir, entry.batches[0], number)
+        delivered = f"{files} files"
     else:
         files = deliver(log.log_dir, log.landing_dir, entry.batches).files_delivered
+        delivered = f"{files} files"
     report = ingest(
         project.spark(),
-        log.landing_dir,
+        source,
         log.raw_schema,
         progress=lambda message: None,
         warehouse=project.warehouse(),
     )
-    return files, report
+    return delivered, report
 
 
 def verify(
@@ -315,7 +349,42 @@ def verify(
     """Run the proof; return its report (the caller decides the exit status)."""
     if config.selector:
         _check_selector(project.root, config.selector)
+    if config.kafka is not None:
+        from kappa_shop.produce import check_brokers, check_connector
+
+        check_connector(project.spark())
+        if not config.kafka.options:  # (a broker that needs TLS or SASL does not answer a probe)
+            check_brokers(config.kafka.bootstrap_servers)
     log = _prepare(project, config, work_dir)
+    try:
+        report = _prove(project, config, log, progress)
+    except BaseException:
+        _delete_topics(project, log, quietly=True)
+        raise
+    _delete_topics(project, log)
+    return report
+
+
+def _delete_topics(project: DbtProject, log: _Log, quietly: bool = False) -> None:
+    """Delete a proof's own Kafka topics (the raw tables keep every record and its offset);
+    `quietly` after a failure, which is what the caller is to see."""
+    if log.kafka is None:
+        return
+    from kappa_shop.produce import delete_topics
+
+    try:
+        delete_topics(
+            project.spark(), log.kafka.bootstrap_servers, log.kafka.topic_names(), log.kafka.options
+        )
+    except Exception:
+        if not quietly:
+            raise
+
+
+def _prove(
+    project: DbtProject, config: VerifyConfig, log: _Log, progress: Callable[[str], None]
+) -> VerifyReport:
+    """The proof's rounds, full refresh and diff (module docstring)."""
     raw_schema, incremental_schema, full_schema = (
         log.raw_schema,
         log.incremental_schema,
@@ -339,6 +408,11 @@ def verify(
             "none": "; no data tests (the diff alone)",
         }[config.data_tests]
         + (f"; the models of selector {config.selector}" if config.selector else "")
+        + (
+            f"; from Kafka at {log.kafka.bootstrap_servers}, topics {log.kafka.topic_prefix}*"
+            if log.kafka
+            else ""
+        )
     )
 
     dbt_vars = json.dumps({**config.dbt_vars, "raw_schema": raw_schema})
@@ -377,13 +451,13 @@ def verify(
         idempotence_round = len(schedule) // 2
         models: list[str] = []
         for number, entry in enumerate(schedule, start=1):
-            files, report = _land(project, log, number, entry)
+            delivered, report = _land(project, log, number, entry)
             result = run_build(label=f"round {number}")
             models = sorted(
                 {item.node.name for item in result.results if item.node.resource_type == "model"}
             )
             progress(
-                f"  round {number}/{len(schedule)}: {files} files, ingestion batch(es) "
+                f"  round {number}/{len(schedule)}: {delivered}, ingestion batch(es) "
                 f"{','.join(str(batch.ingestion_batch_id) for batch in report.batches)}; "
                 f"incremental build of {len(models)} models done"
             )

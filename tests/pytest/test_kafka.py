@@ -2,9 +2,10 @@
 Central's jars, in a copy of the project on ports of its own: it answers Kafka's protocol on
 127.0.0.1 only, `up` again changes nothing, `down` leaves no process and no port; a taken port
 and jars that cannot be fetched each stop `up` with one line. On it: a generated log produced
-(`kappa-shop produce`) and read back; ingested (`kappa-shop ingest --kafka`) with a SIGKILL
-inside a batch and run again, each record in its raw table once; its deliveries staged as an
-independent classification of the same log says; a missing topic, offsets the broker no
+(`kappa-shop produce`, to topics under a prefix) and read back; ingested (`kappa-shop ingest
+--kafka`) with a SIGKILL inside a batch and run again, each record in its raw table once; its
+deliveries staged as an independent classification of the same log says; the proof
+(`kappa-shop verify --kafka`) from topics of its own; a missing topic, offsets the broker no
 longer has and no broker at all, one line each.
 
 (The jars are fetched once into ~/.cache/kappa-shop/, as for a user; the first run here takes
@@ -24,6 +25,8 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    ONE_MODEL_PER_MODE,
+    SMALL_PROOF,
     copy_project,
     free_ports,
     kill_inside_batch,
@@ -56,6 +59,11 @@ def _pid(root: Path) -> int | None:
 def _ingest_command(root: Path, *arguments: str) -> list[str]:
     return [sys.executable, "-m", "kappa_shop", "--project-dir", str(root), "ingest", "--kafka",
             *arguments]  # fmt: skip
+
+
+def _ingest_produced(root: Path, *arguments: str) -> list[str]:
+    """Ingesting the produced log (its topics are under PREFIX)."""
+    return _ingest_command(root, "--topic-prefix", PREFIX, *arguments)
 
 
 def _error_line(result) -> str:
@@ -162,6 +170,8 @@ PRODUCED_LOG = GeneratorConfig(
     conflict_fraction=0.02,
     malformed_fraction=0.05,
 )
+# the log is produced under a prefix, as to a shared cluster's namespace: shop.order_events, ...
+PREFIX = "shop."
 # reads every record of the log's topics back from the broker, as Kafka's consumers see them
 READ_BACK = r"""
 import json, sys
@@ -171,7 +181,7 @@ spark = kafka_spark("read_back")
 frame = (
     spark.read.format("kafka")
     .option("kafka.bootstrap.servers", sys.argv[1])
-    .option("subscribe", ",".join(topic.name for topic in TOPICS))
+    .option("subscribe", ",".join(sys.argv[3] + topic.name for topic in TOPICS))
     .load()
 )
 with open(sys.argv[2], "w") as out:
@@ -185,13 +195,15 @@ with open(sys.argv[2], "w") as out:
 
 
 def _produce(root: Path, port: int, *arguments: str):
-    command = [sys.executable, "-m", "kappa_shop", "--project-dir", str(root), "produce"]
+    command = [sys.executable, "-m", "kappa_shop", "--project-dir", str(root), "produce",
+               "--topic-prefix", PREFIX]  # fmt: skip
     return run_in(root, [*command, *arguments], timeout=600, KAPPA_SHOP_KAFKA_PORT=str(port))
 
 
 @pytest.fixture(scope="module")
 def produced(broker, tmp_path_factory):
-    """PRODUCED_LOG generated and produced to the broker in two calls (batches 1-2, then all)."""
+    """PRODUCED_LOG generated and produced to the broker in two calls (batches 1-2, then all),
+    to topics under PREFIX."""
     root, port = broker
     if _pid(root) is None:
         pytest.fail("the broker of the first test is not running")
@@ -214,10 +226,13 @@ def test_a_produced_log_holds_every_record_at_its_offset_once(broker, produced, 
 
     out = tmp_path / "read.jsonl"
     read = run_in(
-        root, [sys.executable, "-c", READ_BACK, f"127.0.0.1:{port}", str(out)], timeout=600
+        root, [sys.executable, "-c", READ_BACK, f"127.0.0.1:{port}", str(out), PREFIX], timeout=600
     )
     assert read.returncode == 0, read.stderr[-3000:]
     found = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {record["topic"] for record in found} == {PREFIX + topic.name for topic in TOPICS}
+    for record in found:
+        record["topic"] = record["topic"].removeprefix(PREFIX)  # the stream
     by_place = {(r["topic"], r["partition"], r["offset"]): r for r in found}
     assert len(by_place) == len(found)  # no offset twice
 
@@ -264,14 +279,14 @@ def ingested_from_kafka(broker, produced):
     root, port = broker
     raw_dir = root / "spark-warehouse" / f"{KAFKA_SCHEMA}_raw.db"
     seen = kill_inside_batch(
-        _ingest_command(root, "--max-files-per-batch", "200", "--pause-between-writes", "1"),
+        _ingest_produced(root, "--max-files-per-batch", "200", "--pause-between-writes", "1"),
         root,
         _ingest_environment(root, port),
         raw_dir,
     )
 
     again = subprocess.run(
-        _ingest_command(root), cwd=root, env=_ingest_environment(root, port),
+        _ingest_produced(root), cwd=root, env=_ingest_environment(root, port),
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
@@ -308,7 +323,7 @@ def test_ingesting_from_kafka_killed_inside_a_batch_then_again_holds_each_record
         # every record the broker holds for the topic, once: topic, partition and offset are
         # the broker's
         assert total == distinct == produced_per_topic[topic.name], topic.name
-        assert records.where(f"topic != '{topic.name}'").count() == 0
+        assert records.where(f"topic != '{PREFIX}{topic.name}'").count() == 0
     receipts = spark.read.parquet(str(raw_dir / "raw_ingestion_batches")).collect()
     numbers = sorted(row["ingestion_batch_id"] for row in receipts)
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 4
@@ -359,7 +374,7 @@ def test_records_from_kafka_are_staged_as_their_landed_lines_are(
             assert json.loads(text)["event_id"] == row["event_id"]
 
 
-# more records to web_events partition 0, then every record of it deleted up to its end, as
+# more records to shop.web_events partition 0, then every record of it deleted up to its end, as
 # a topic's retention would: with Kafka's own clients (the broker's jars), in the JDK's jshell
 DELETE_RECORDS = """
 import org.apache.kafka.clients.admin.*;
@@ -371,21 +386,22 @@ settings.put("key.serializer", "org.apache.kafka.common.serialization.StringSeri
 settings.put("value.serializer", "org.apache.kafka.common.serialization.StringSerializer");
 var producer = new KafkaProducer<String, String>(settings);
 for (int n = 0; n < 5; n++)
-    producer.send(new ProducerRecord<>("web_events", 0, null, "not kept " + n)).get();
+    producer.send(new ProducerRecord<>("shop.web_events", 0, null, "not kept " + n)).get();
 producer.close();
 var admin = Admin.create(settings);
-var partition = new TopicPartition("web_events", 0);
+var partition = new TopicPartition("shop.web_events", 0);
 var latest = admin.listOffsets(java.util.Map.of(partition, OffsetSpec.latest()));
 long end = latest.partitionResult(partition).get().offset();
 admin.deleteRecords(java.util.Map.of(partition, RecordsToDelete.beforeOffset(end))).all().get();
 admin.close();
-System.out.println("deleted web_events-0 up to offset " + end);
+System.out.println("deleted shop.web_events-0 up to offset " + end);
 /exit
 """
 
 
-def _delete_records(port: int, script: Path) -> subprocess.CompletedProcess:
-    script.write_text(DELETE_RECORDS)
+def _jshell(port: int, script: Path, text: str) -> subprocess.CompletedProcess:
+    """`text` run in the JDK's jshell with the broker's jars (Kafka's clients)."""
+    script.write_text(text)
     classpath = ":".join(str(jar) for jar in sorted(jar_directory().glob("*.jar")))
     return subprocess.run(
         ["jshell", "--class-path", classpath, str(script)],
@@ -398,21 +414,74 @@ def test_offsets_the_broker_no_longer_has_stop_ingestion_in_one_line(
     broker, ingested_from_kafka, tmp_path
 ):
     root, port = broker
-    deleted = _delete_records(port, tmp_path / "delete_records.jsh")
-    assert "deleted web_events-0 up to offset" in deleted.stdout, deleted.stdout + deleted.stderr
+    deleted = _jshell(port, tmp_path / "delete_records.jsh", DELETE_RECORDS)
+    assert "deleted shop.web_events-0 up to offset" in deleted.stdout, deleted.stderr[-3000:]
     raw_dir = root / "spark-warehouse" / f"{KAFKA_SCHEMA}_raw.db"
     receipts_before = len(list((raw_dir / "raw_ingestion_batches").glob("*=*")))
 
-    result = run_in(root, _ingest_command(root), timeout=600, **_settings(port))
+    result = run_in(root, _ingest_produced(root), timeout=600, **_settings(port))
     line = _error_line(result)
     assert line.startswith(
         f"kappa-shop: error: the checkpoint of {KAFKA_SCHEMA}_raw needs records that Kafka at "
         f"127.0.0.1:{port} no longer has (deleted by the topic's retention"
     ), line
-    # which records: those after what was ingested of web_events partition 0
-    lost = r"Could not read records in offset \[\d+, \d+\) for topic partition web_events-0"
+    # which records: those after what was ingested of shop.web_events partition 0
+    lost = r"Could not read records in offset \[\d+, \d+\) for topic partition shop\.web_events-0"
     assert re.search(rf"no longer has \(.*\): {lost}\. Ingestion stopped there", line), line
     assert len(list((raw_dir / "raw_ingestion_batches").glob("*=*"))) == receipts_before
+
+
+# the broker's topics, with Kafka's own admin client in jshell, a line each
+LIST_TOPICS = """
+var settings = new java.util.Properties();
+settings.put("bootstrap.servers", System.getenv("KAFKA_SERVERS"));
+var admin = org.apache.kafka.clients.admin.Admin.create(settings);
+for (var name : admin.listTopics().names().get()) System.out.println("topic " + name);
+admin.close();
+/exit
+"""
+
+
+def _topics(port: int, script: Path) -> set[str]:
+    """The topics the broker has."""
+    listed = _jshell(port, script, LIST_TOPICS)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    return {
+        line.removeprefix("topic ")
+        for line in listed.stdout.split("\n")
+        if line.startswith("topic ")
+    }
+
+
+def test_the_proof_from_kafka_passes(broker, tmp_path):
+    # the proof, its log produced round by round (out of order, a batch sent twice, the reach
+    # edges) to topics of its own and ingested from them: incremental = full refresh
+    root, port = broker
+    proof = SMALL_PROOF
+    result = run_in(
+        root,
+        [sys.executable, "-m", "kappa_shop", "--project-dir", str(root), "verify", "--kafka",
+         "--seeds", str(proof.seed), "--events", str(proof.events), "--rounds", str(proof.rounds),
+         "--data-tests", proof.data_tests, "--selector", str(proof.selector),
+         "--work-dir", str(tmp_path / "verify")],
+        timeout=1200,
+        **_settings(port, schema="proof"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+    topics = re.search(rf"from Kafka at 127\.0\.0\.1:{port}, topics (\S+)\*", result.stdout)
+    assert topics and topics[1].startswith(f"verify_{proof.seed}_"), result.stdout[:2000]
+    rounds = re.findall(r"round \d+/\d+: (\d+) records produced, ingestion batch", result.stdout)
+    assert len(rounds) >= 4 and all(int(count) > 0 for count in rounds), result.stdout
+    assert (
+        f"Proof PASSED (seed {proof.seed}): {len(ONE_MODEL_PER_MODE)} of "
+        f"{len(ONE_MODEL_PER_MODE)} models equal their full refresh"
+    ) in result.stdout
+    tests_run = re.search(r"full refresh (\d+)$", result.stdout, re.MULTILINE)
+    assert tests_run and int(tests_run[1]) > 0  # the data tests ran, and passed (PASSED)
+    # the proof's own topics are gone; the produced log's are still there
+    left = _topics(port, tmp_path / "list_topics.jsh")
+    assert not [topic for topic in left if topic.startswith(topics[1])], left
+    assert {PREFIX + topic.name for topic in TOPICS} <= left
 
 
 def test_producing_without_a_broker_is_one_line(tmp_path):
