@@ -5,7 +5,8 @@
         its JSON; a record ingested from Kafka (`_source_file` kafka:...) is the broker's
         record as JSON, whose value is the event and whose own fields say where it lies. The rules come from var `log_streams`; the first that fails
         names the reason:
-        not_json, oversize_record, missing_required_field (envelope), null_key,
+        invalid_utf8 (bytes that are not UTF-8: Spark would read them as U+FFFD, altering the
+        event; a Kafka record's value is checked at ingestion), not_json, oversize_record, missing_required_field (envelope), null_key,
         unknown_event_type, missing_required_field (payload), wrong_type,
         unparseable_event_time, event_time_in_future (year 2100 or later),
         event_time_before_epoch. -#}
@@ -76,6 +77,7 @@ envelope as (
         try_variant_get(record, '$.schema_version', 'int') as schema_version,
         variant_get(record, {{ payload_path }}) as payload,
         record,
+        broker_record,
         record_bytes,
         raw_record,
         _source_file,
@@ -88,6 +90,9 @@ classified as (
     select
         *,
         case
+            when not is_valid_utf8(raw_record)
+                or coalesce(try_variant_get(broker_record, '$.value_not_utf8', 'boolean'), false)
+                then 'invalid_utf8'
             when record is null then 'not_json'
             when record_bytes > {{ var('max_record_bytes') }} then 'oversize_record'
             when

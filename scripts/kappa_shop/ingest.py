@@ -351,6 +351,10 @@ def _landed_lines(spark: Any, topics_dir: Path, max_files_per_batch: int | None)
         F.col("value").alias("raw_record"),
         F.regexp_extract(path, r"(topics/[^/]+/[^/]+/[^/]+)$", 1).alias("_source_file"),
         F.regexp_extract(path, r"topics/([^/]+)/", 1).alias("topic"),
+        # the file as the batch listed it: a file that changes while it is read is refused
+        # (_check_files_unchanged)
+        path.alias("_file_path"),
+        F.col("_metadata.file_size").alias("_file_size"),
     )
 
 
@@ -391,13 +395,18 @@ def _kafka_records(spark: Any, source: KafkaSource, max_records_per_batch: int |
     )
     if max_records_per_batch:
         reader = reader.option("maxOffsetsPerTrigger", str(max_records_per_batch))
+    value = F.col("value").cast("string")
     record = F.struct(
         "topic",
         "partition",
         "offset",
         "timestamp",
         F.col("key").cast("string").alias("key"),
-        F.col("value").cast("string").alias("value"),
+        value.alias("value"),
+        # JSON text is UTF-8: a value that is not would reach the raw table with its bad bytes
+        # replaced (U+FFFD), so ingestion says so here (a field present only then) and staging
+        # quarantines the record as invalid_utf8
+        F.when(~F.call_function("is_valid_utf8", value), F.lit(True)).alias("value_not_utf8"),
     )
     return reader.load().select(
         F.to_json(record).alias("raw_record"),
@@ -407,6 +416,29 @@ def _kafka_records(spark: Any, source: KafkaSource, max_records_per_batch: int |
         # the stream (the raw table's topic): the topic's name without the prefix
         F.col("topic").substr(len(source.topic_prefix) + 1, 1_000).alias("topic"),
     )
+
+
+def _check_files_unchanged(listed: list[Any], batch_id: int) -> None:
+    """Refuse a batch one of whose files changed size after the batch listed it: a file still
+    being written (the landing protocol is to write under a hidden name and rename, as
+    `deliver` does). The batch is not committed: the next ingestion reads the same files
+    again, whole by then. (A file that grows after its batch is committed is beyond any
+    check here: its new lines are never read.)"""
+    from urllib.parse import unquote, urlparse
+
+    for row in listed:
+        path = Path(unquote(urlparse(row["_file_path"]).path))
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            continue  # read already (the batch is cached); gone since, which changes nothing
+        if size != row["_file_size"]:
+            raise KappaShopError(
+                f"landed file {path} changed while ingestion batch {batch_id} read it "
+                f"({row['_file_size']:,} bytes when listed, {size:,} now): a file must land "
+                "whole (written under a hidden name, then renamed; `kappa-shop deliver` does). "
+                f"Batch {batch_id} was not committed: ingest again once the file is complete"
+            )
 
 
 def _write_batch(
@@ -426,12 +458,15 @@ def _write_batch(
     from pyspark.sql import functions as F
 
     ingested_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-    landed = batch.select("raw_record", "_source_file", "topic").persist()
+    # a landing-zone batch's rows carry their file as the batch listed it (path and size)
+    listed_columns = [name for name in ("_file_path", "_file_size") if name in batch.columns]
+    landed = batch.select("raw_record", "_source_file", "topic", *listed_columns).persist()
     try:
         per_topic = landed.groupBy("topic").agg(
             F.count(F.lit(1)).alias("records"), F.countDistinct("_source_file").alias("files")
         )
         counts = {row["topic"]: (row["records"], row["files"]) for row in per_topic.collect()}
+        listed = landed.select(*listed_columns).distinct().collect() if listed_columns else []
         unknown = sorted(set(counts) - set(TOPICS_BY_NAME))
         if unknown:
             raise KappaShopError(
@@ -463,6 +498,7 @@ def _write_batch(
                     f"pausing {pause_between_writes:g} s"
                 )
                 time.sleep(pause_between_writes)
+        _check_files_unchanged(listed, batch_id)
         files = sum(files for _, files in counts.values())
         records = sum(records for records, _ in counts.values())
         warehouse.sql(

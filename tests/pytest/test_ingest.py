@@ -159,6 +159,53 @@ def test_refuses_raw_tables_it_did_not_create(spark, tmp_path):
         ingest(spark, tmp_path / "landing", "ingest_foreign_raw")
 
 
+def test_a_file_still_being_written_is_refused_then_read_whole(spark, tmp_path):
+    # a producer that writes straight into the landing zone (not under a hidden name, then a
+    # rename): the batch that lists its file half-written sees it grow while it reads it, says
+    # so in one error and commits nothing; the next ingestion reads the same file, whole
+    from kappa_shop.log_format import encode
+
+    landing = tmp_path / "landing"
+    directory = landing / "topics" / "web_events" / "partition=0"
+    directory.mkdir(parents=True)
+    lines = [
+        encode({"topic": "web_events", "partition": 0, "offset": offset, "key": "u-1",
+                "event_id": f"e-{offset}"})
+        for offset in range(6)
+    ]  # fmt: skip
+    growing = directory / "web_events+0+000000000000.jsonl"
+    growing.write_text("".join(line + "\n" for line in lines[:3]) + lines[3][:20])
+    (landing / "topics" / "searches" / "partition=0").mkdir(parents=True)
+    other = landing / "topics" / "searches" / "partition=0" / "searches+0+000000000000.jsonl"
+    other.write_text('{"topic": "searches", "partition": 0, "offset": 0, "key": "u-1"}\n')
+    schema = "growing_file_raw"
+
+    rest_written = []
+
+    def write_the_rest(message: str) -> None:
+        # the producer goes on writing while the batch reads (after its first raw table)
+        if "wrote " in message and not rest_written:
+            rest_written.append(message)
+            with growing.open("a") as handle:
+                handle.write(lines[3][20:] + "\n" + "".join(line + "\n" for line in lines[4:]))
+
+    with pytest.raises(KappaShopError) as refused:
+        ingest(spark, landing, schema, progress=write_the_rest, pause_between_writes=0.1)
+    message = str(refused.value)
+    assert message.startswith(f"landed file {growing} changed while ingestion batch 1 read it ("), (
+        message
+    )
+    assert "Batch 1 was not committed: ingest again once the file is complete" in message
+    assert not spark.table(f"{schema}.raw_ingestion_batches").count()  # no receipt
+
+    report = ingest(spark, landing, schema, progress=lambda message: None)
+    assert [batch.ingestion_batch_id for batch in report.batches] == [1]  # the same batch, again
+    rows = spark.table(f"{schema}.raw_web_events").collect()
+    assert sorted(row["raw_record"] for row in rows) == sorted(lines)  # each line once, whole
+    assert {row["_ingestion_batch_id"] for row in rows} == {1}
+    assert spark.table(f"{schema}.raw_searches").count() == 1
+
+
 def _ingest_command(project: Path, landing: Path, *extra: str) -> list[str]:
     return [
         sys.executable,

@@ -270,13 +270,36 @@ def test_a_produced_log_holds_every_record_at_its_offset_once(broker, produced, 
 KAFKA_SCHEMA = "from_kafka"
 
 
+# one record more, from a producer that wrote Latin-1, not UTF-8: its value's bytes are not
+# UTF-8 (with Kafka's own producer, in jshell, after the log was produced and read back; a
+# statement a line, as jshell reads them)
+NOT_UTF8 = {"topic": "search_clicks", "partition": 0, "key": "u-not-utf8"}
+SEND_NOT_UTF8 = f"""
+import org.apache.kafka.clients.producer.*;
+var settings = new java.util.Properties();
+settings.put("bootstrap.servers", System.getenv("KAFKA_SERVERS"));
+settings.put("key.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+settings.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+var producer = new KafkaProducer<String, byte[]>(settings);
+var latin1 = java.nio.charset.StandardCharsets.ISO_8859_1;
+var value = "{{\\"event_id\\": \\"e-not-utf8\\", \\"note\\": \\"caf\\u00e9\\"}}".getBytes(latin1);
+producer.send(new ProducerRecord<>("shop.{NOT_UTF8["topic"]}", {NOT_UTF8["partition"]},
+    "{NOT_UTF8["key"]}", value)).get();
+producer.close();
+System.out.println("sent " + value.length + " bytes");
+/exit
+"""
+
+
 @pytest.fixture(scope="module")
-def ingested_from_kafka(broker, produced):
-    """The produced log ingested from Kafka in batches of 200 records, the run killed with
-    SIGKILL inside its third batch (after a raw table, before the receipt), then run again; and
-    the deliveries models and their outcomes built on the raw tables. Returns the two runs'
-    output."""
+def ingested_from_kafka(broker, produced, tmp_path_factory):
+    """The produced log and one record whose value is not UTF-8 (NOT_UTF8) ingested from Kafka
+    in batches of 200 records, the run killed with SIGKILL inside its third batch (after a raw
+    table, before the receipt), then run again; and the deliveries models and their outcomes
+    built on the raw tables. Returns the two runs' output."""
     root, port = broker
+    sent = _jshell(port, tmp_path_factory.mktemp("not-utf8") / "send.jsh", SEND_NOT_UTF8)
+    assert "sent " in sent.stdout, sent.stdout + sent.stderr[-3000:]
     raw_dir = root / "spark-warehouse" / f"{KAFKA_SCHEMA}_raw.db"
     seen = kill_inside_batch(
         _ingest_produced(root, "--max-files-per-batch", "200", "--pause-between-writes", "1"),
@@ -310,6 +333,7 @@ def test_ingesting_from_kafka_killed_inside_a_batch_then_again_holds_each_record
     _, again = ingested_from_kafka
     assert "ingestion batch 3:" in again  # the interrupted batch, replayed
     produced_per_topic = Counter(line.topic for line in landed_lines(log))
+    produced_per_topic[NOT_UTF8["topic"]] += 1
     raw_dir = root / "spark-warehouse" / f"{KAFKA_SCHEMA}_raw.db"
     for topic in TOPICS:
         rows = spark.read.parquet(str(raw_dir / topic.raw_table))
@@ -347,6 +371,7 @@ def test_records_from_kafka_are_staged_as_their_landed_lines_are(
                                   else "malformed")  # fmt: skip
             reason = kind if kind not in ("valid", "duplicate") else "none"
             expected[(topic, outcome, reason)] += count
+    expected[(NOT_UTF8["topic"], "malformed", "invalid_utf8")] += 1  # the record of Latin-1
     outcomes = spark.read.parquet(
         str(root / "spark-warehouse" / f"{KAFKA_SCHEMA}.db" / "stg_log__delivery_outcomes")
     )
@@ -354,7 +379,7 @@ def test_records_from_kafka_are_staged_as_their_landed_lines_are(
     for row in outcomes.collect():
         reported[(row["topic"], row["outcome"], row["quarantine_reason"])] += row["deliveries"]
     assert +reported == +expected
-    assert sum(reported.values()) == len(lines)
+    assert sum(reported.values()) == len(lines) + 1
 
     landed_at = {}
     before: Counter = Counter()

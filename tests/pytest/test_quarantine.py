@@ -145,21 +145,15 @@ NO_INSTANT = [
 ]
 
 
-def _stage_records(spark, project_copy, schema, records, log_streams=None) -> dict:
-    """`records` (page views) landed in one file of web_events, partition 0, at offsets 0, 1,
-    ..., ingested into <schema>_raw and staged (stg_web__event_deliveries, with `log_streams`
-    for the var when given): each record's (event_id, event_type, occurred_at as text,
-    invalid_reason), by its offset."""
-    from kappa_shop.log_format import encode
-
+def _stage_files(spark, project_copy, schema, files, log_streams=None) -> list:
+    """`files` (name: bytes) landed in web_events, partition 0, ingested into <schema>_raw and
+    staged (stg_web__event_deliveries, with `log_streams` for the var when given): the staged
+    rows."""
     landing = project_copy / "data" / schema / "landing"
     directory = landing / "topics" / "web_events" / "partition=0"
     directory.mkdir(parents=True)
-    envelope = {"topic": "web_events", "partition": 0, "key": "u-1"}
-    lines = [
-        encode({**envelope, "offset": offset, **record}) for offset, record in enumerate(records)
-    ]
-    (directory / "web_events+0+0.jsonl").write_text("".join(line + "\n" for line in lines))
+    for name, content in files.items():
+        (directory / name).write_bytes(content)
     ingest(spark, landing, f"{schema}_raw", progress=lambda message: None)
     dbt_vars: dict = {"raw_schema": f"{schema}_raw"}
     if log_streams is not None:
@@ -171,11 +165,25 @@ def _stage_records(spark, project_copy, schema, records, log_streams=None) -> di
             "run", "--select", "stg_web__event_deliveries", "--vars", json.dumps(dbt_vars),
             "--quiet",
         )  # fmt: skip
-    rows = spark.sql(
-        "select log_offset, event_id, event_type, "
-        "date_format(occurred_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at, invalid_reason "
-        f"from {schema}.stg_web__event_deliveries"
+    return spark.sql(
+        "select _source_file, log_offset, event_id, event_type, "
+        "date_format(occurred_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at, invalid_reason, "
+        f"outcome, hex(raw_record) as raw_hex from {schema}.stg_web__event_deliveries"
     ).collect()
+
+
+def _stage_records(spark, project_copy, schema, records, log_streams=None) -> dict:
+    """`records` (page views) landed in one file of web_events, partition 0, at offsets 0, 1,
+    ..., and staged (_stage_files): each record's (event_id, event_type, occurred_at as text,
+    invalid_reason), by its offset."""
+    from kappa_shop.log_format import encode
+
+    envelope = {"topic": "web_events", "partition": 0, "key": "u-1"}
+    lines = [
+        encode({**envelope, "offset": offset, **record}) for offset, record in enumerate(records)
+    ]
+    content = "".join(line + "\n" for line in lines).encode()
+    rows = _stage_files(spark, project_copy, schema, {"web_events+0+0.jsonl": content}, log_streams)
     return {
         row["log_offset"]: (row["event_id"], row["event_type"], row["at"], row["invalid_reason"])
         for row in rows
@@ -259,3 +267,70 @@ def test_a_stream_names_where_its_producers_put_the_event_fields(spark, project_
         2: (None, None, None, "missing_required_field"),
         3: ("e-3", "page_view", "2024-03-01 10:00:00.000000", "missing_required_field"),
     }
+
+
+def _page_view(offset: int, extra: str = "") -> str:
+    """A valid page view's line (event id e-<offset>), `extra` added to its payload as JSON
+    text."""
+    return (
+        f'{{"topic":"web_events","partition":0,"offset":{offset},"key":"u-1",'
+        f'"event_id":"e-{offset}","event_type":"page_view",'
+        f'"event_time":"2024-03-01T10:00:00Z","schema_version":1,'
+        f'"payload":{{"user_id":"u-1","page_path":"/"{extra}}}}}'
+    )
+
+
+# hostile bytes, a file each: its content, and each line's expected (event_id, invalid_reason)
+# in file order
+HOSTILE = {
+    # a byte-order mark before the first line, as some editors write: the line it precedes
+    "bom": (b"\xef\xbb\xbf" + _page_view(0).encode() + b"\n", [("e-0", None)]),
+    # Windows line ends: two lines, each valid
+    "crlf": ((_page_view(1) + "\r\n" + _page_view(2) + "\r\n").encode(),
+             [("e-1", None), ("e-2", None)]),
+    # Latin-1 bytes in a string (not UTF-8): read as text they would turn into U+FFFD
+    "latin1": (_page_view(3, ', "note": "caf\xe9"').encode("latin-1") + b"\n",
+               [("e-3", "invalid_utf8")]),
+    # a raw NUL byte in a string (JSON wants control characters escaped)
+    "nul": (_page_view(4, ', "note": "a\x00b"').encode() + b"\n", [(None, "not_json")]),
+    "nan": (_page_view(5, ', "score": NaN').encode() + b"\n", [(None, "not_json")]),
+    "infinity": (_page_view(6, ', "score": -Infinity').encode() + b"\n", [(None, "not_json")]),
+    # a key twice in one object: JSON text, but not one VARIANT can hold
+    "duplicate_key": (_page_view(7, ', "user_id": "u-2"').encode() + b"\n", [(None, "not_json")]),
+    "deep": (_page_view(8, ', "tree": ' + "[" * 5_000 + "]" * 5_000).encode() + b"\n",
+             [(None, "not_json")]),
+    # a number beyond 64 bits, in a field no event type declares: valid JSON, kept
+    "big_number": (_page_view(9, ', "huge": 123456789012345678901234567890123456789012').encode()
+                   + b"\n", [("e-9", None)]),
+    # over a megabyte in one line
+    "huge_line": (_page_view(10, ', "pad": "' + "x" * 1_100_000 + '"').encode() + b"\n",
+                  [("e-10", "oversize_record")]),
+    # the last line cut off (no line end): what a producer that died mid-write leaves
+    "cut": (_page_view(11).encode()[:70], [(None, "not_json")]),
+    "empty": (b"", []),
+}  # fmt: skip
+
+
+def test_hostile_bytes_are_quarantined_with_a_reason_or_read_as_the_lines_they_are(
+    spark, project_copy
+):
+    files = {f"web_events+0+{name}.jsonl": content for name, (content, _) in HOSTILE.items()}
+    rows = _stage_files(spark, project_copy, "hostile_bytes", files)
+
+    by_file: dict = {}
+    for row in rows:
+        by_file.setdefault(row["_source_file"].rsplit("+", 1)[1].removesuffix(".jsonl"), []).append(
+            row
+        )
+    # every line of every file is one staged row (nothing dropped, nothing split or merged)
+    assert sum(len(expected) for _, expected in HOSTILE.values()) == len(rows)
+    for name, (_, expected) in HOSTILE.items():
+        found = sorted(by_file.get(name, []), key=lambda row: row["raw_hex"])
+        got = sorted(((row["event_id"], row["invalid_reason"]) for row in found), key=str)
+        assert got == sorted(expected, key=str), name
+        for row in found:
+            quarantined = row["invalid_reason"] is not None
+            assert row["outcome"] == ("malformed" if quarantined else "accepted"), (name, row)
+    # the bytes that are not UTF-8 are in the raw table as they landed
+    (latin1,) = by_file["latin1"]
+    assert latin1["raw_hex"] == HOSTILE["latin1"][0].rstrip(b"\n").hex().upper()
