@@ -209,8 +209,9 @@ def _parser() -> argparse.ArgumentParser:
         "--pause-between-writes",
         type=float,
         default=0.0,
-        help="seconds to sleep after each raw table write (fault-injection tests use this to "
-        "kill ingestion in the middle of a batch)",
+        help="seconds to sleep before a batch reads its files and after each raw table write "
+        "(fault-injection tests use this to kill ingestion, or change its files, in the middle "
+        "of a batch)",
     )
 
     verify = commands.add_parser(

@@ -262,6 +262,8 @@ def ingest(
 
         report = IngestionReport(raw_schema=raw_schema)
         failure: list[BaseException] = []
+        kafka = isinstance(source, KafkaSource)
+        source_log = checkpoint / "query" / "sources" / "0"  # the file source's, in the checkpoint
 
         def write_batch(batch: Any, epoch_id: int) -> None:
             try:
@@ -274,6 +276,8 @@ def ingest(
                         staging,
                         progress,
                         pause_between_writes,
+                        # the files the query assigned to this batch (a landing zone's)
+                        None if kafka else lambda: _files_of_batch(source_log, epoch_id),
                     )
                 )
             except BaseException as error:  # kept to re-raise without Spark's wrapping
@@ -418,24 +422,73 @@ def _kafka_records(spark: Any, source: KafkaSource, max_records_per_batch: int |
     )
 
 
-def _check_files_unchanged(listed: list[Any], batch_id: int) -> None:
-    """Refuse a batch one of whose files changed size after the batch listed it: a file still
-    being written (the landing protocol is to write under a hidden name and rename, as
-    `deliver` does). The batch is not committed: the next ingestion reads the same files
-    again, whole by then. (A file that grows after its batch is committed is beyond any
-    check here: its new lines are never read.)"""
+def _refuse_a_removed_file(error: Exception, batch_id: int) -> None:
+    """One line for a landed file removed between the batch's listing and its read (Spark:
+    FAILED_READ_FILE.FILE_NOT_EXIST), naming it; other errors are left to the caller."""
+    import re
+
+    match = re.search(r"FILE_NOT_EXIST\].*?reading file (\S+?)\.?\s", str(error), re.DOTALL)
+    if match is None:
+        return
+    raise _removed(_local_path(match[1]), batch_id) from None
+
+
+def _removed(path: Path, batch_id: int) -> KappaShopError:
+    return KappaShopError(
+        f"landed file {path} was removed after ingestion batch {batch_id} listed it: landed "
+        "files are the log and are never removed. Nothing of the batch was committed: put "
+        "the file back and ingest again (the batch reads the files it listed)"
+    )
+
+
+def _local_path(uri: str) -> Path:
     from urllib.parse import unquote, urlparse
 
-    for row in listed:
-        path = Path(unquote(urlparse(row["_file_path"]).path))
+    return Path(unquote(urlparse(uri).path))
+
+
+def _files_of_batch(source_log: Path, epoch_id: int) -> list[Path]:
+    """The files the streaming query assigned to batch `epoch_id`, as its file source logged
+    them in the checkpoint before the batch ran (`<id>`, or `<id>.compact` holding every batch
+    up to it: Spark's FileStreamSource log, a `v1` line, then a JSON object per file)."""
+    import json
+
+    for name in (str(epoch_id), f"{epoch_id}.compact"):
+        path = source_log / name
+        if path.is_file():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            break
+    else:
+        lines = []
+    if not lines or lines[0] != "v1":
+        raise KappaShopError(
+            f"cannot read which files make up ingestion batch {epoch_id + 1} from the query's "
+            f"checkpoint ({source_log}; a Spark whose checkpoint format this version of "
+            "kappa-shop does not know?): nothing of the batch was committed"
+        )
+    entries = [json.loads(line) for line in lines[1:] if line.strip()]
+    return [_local_path(entry["path"]) for entry in entries if entry["batchId"] == epoch_id]
+
+
+def _check_files_unchanged(files: list[Path], listed: list[Any], batch_id: int) -> None:
+    """Refuse a batch one of whose `files` (those the query assigned to it) changed after the
+    batch listed it: `listed` holds each read file's path and size as listed. A file that grew
+    (still being written: the landing protocol is to write under a hidden name and rename, as
+    `deliver` does), one that is gone (read already, or not: Spark passes over a file that is
+    missing when a batch starts, so a batch replayed after a crash would leave it out), one
+    empty when listed and not now. The batch is not committed: the next ingestion replays it
+    with the same files. (A file that grows after its batch is committed is beyond any check
+    here: its new lines are never read.)"""
+    sizes = {_local_path(row["_file_path"]): row["_file_size"] for row in listed}
+    for path in files:
         try:
             size = path.stat().st_size
         except FileNotFoundError:
-            continue  # read already (the batch is cached); gone since, which changes nothing
-        if size != row["_file_size"]:
+            raise _removed(path, batch_id) from None
+        if size != sizes.get(path, 0):
             raise KappaShopError(
                 f"landed file {path} changed while ingestion batch {batch_id} read it "
-                f"({row['_file_size']:,} bytes when listed, {size:,} now): a file must land "
+                f"({sizes.get(path, 0):,} bytes when listed, {size:,} now): a file must land "
                 "whole (written under a hidden name, then renamed; `kappa-shop deliver` does). "
                 f"Batch {batch_id} was not committed: ingest again once the file is complete"
             )
@@ -449,6 +502,7 @@ def _write_batch(
     staging: Path | None,
     progress: Callable[[str], None],
     pause_between_writes: float,
+    files_of_batch: Callable[[], list[Path]] | None = None,
 ) -> IngestedBatch:
     """Write one ingestion batch: each topic's partition, then the batch's receipt.
 
@@ -458,6 +512,10 @@ def _write_batch(
     from pyspark.sql import functions as F
 
     ingested_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    if pause_between_writes:
+        # fault-injection mode: the batch's files are listed, not yet read
+        progress(f"    reading batch {batch_id}; pausing {pause_between_writes:g} s")
+        time.sleep(pause_between_writes)
     # a landing-zone batch's rows carry their file as the batch listed it (path and size)
     listed_columns = [name for name in ("_file_path", "_file_size") if name in batch.columns]
     landed = batch.select("raw_record", "_source_file", "topic", *listed_columns).persist()
@@ -465,7 +523,12 @@ def _write_batch(
         per_topic = landed.groupBy("topic").agg(
             F.count(F.lit(1)).alias("records"), F.countDistinct("_source_file").alias("files")
         )
-        counts = {row["topic"]: (row["records"], row["files"]) for row in per_topic.collect()}
+        try:  # (the batch's records are read here, once: `landed` keeps them)
+            rows = per_topic.collect()
+        except Exception as error:
+            _refuse_a_removed_file(error, batch_id)
+            raise
+        counts = {row["topic"]: (row["records"], row["files"]) for row in rows}
         listed = landed.select(*listed_columns).distinct().collect() if listed_columns else []
         unknown = sorted(set(counts) - set(TOPICS_BY_NAME))
         if unknown:
@@ -498,7 +561,8 @@ def _write_batch(
                     f"pausing {pause_between_writes:g} s"
                 )
                 time.sleep(pause_between_writes)
-        _check_files_unchanged(listed, batch_id)
+        if files_of_batch is not None:
+            _check_files_unchanged(files_of_batch(), listed, batch_id)
         files = sum(files for _, files in counts.values())
         records = sum(records for records, _ in counts.values())
         warehouse.sql(

@@ -206,6 +206,44 @@ def test_a_file_still_being_written_is_refused_then_read_whole(spark, tmp_path):
     assert spark.table(f"{schema}.raw_searches").count() == 1
 
 
+def test_a_file_removed_after_its_batch_listed_it_is_refused_in_one_line(spark, tmp_path):
+    # landed files are the log and are never removed; one removed between its batch's listing
+    # and its read stops the batch with one line naming it, nothing committed; put back, the
+    # next ingestion reads the batch whole
+    landing = tmp_path / "landing"
+    directory = landing / "topics" / "web_events" / "partition=0"
+    directory.mkdir(parents=True)
+    kept = directory / "web_events+0+000000000000.jsonl"
+    kept.write_text('{"topic": "web_events", "partition": 0, "offset": 0, "key": "u-1"}\n')
+    removed = directory / "web_events+0+000000000001.jsonl"
+    line = '{"topic": "web_events", "partition": 0, "offset": 1, "key": "u-1"}\n'
+    removed.write_text(line)
+    schema = "removed_file_raw"
+
+    def remove_it(message: str) -> None:
+        if "reading batch 1" in message and removed.exists():
+            removed.unlink()  # listed in batch 1, not yet read
+
+    with pytest.raises(KappaShopError) as refused:
+        ingest(spark, landing, schema, progress=remove_it, pause_between_writes=0.1)
+    assert str(refused.value) == (
+        f"landed file {removed} was removed after ingestion batch 1 listed it: landed files are "
+        "the log and are never removed. Nothing of the batch was committed: put the file back "
+        "and ingest again (the batch reads the files it listed)"
+    )
+    assert not spark.table(f"{schema}.raw_ingestion_batches").count()  # no receipt
+    # again without it: Spark would replay the batch without the missing file; refused again
+    with pytest.raises(KappaShopError) as again:
+        ingest(spark, landing, schema, progress=lambda message: None)
+    assert str(again.value) == str(refused.value)
+    assert not spark.table(f"{schema}.raw_ingestion_batches").count()
+
+    removed.write_text(line)
+    report = ingest(spark, landing, schema, progress=lambda message: None)
+    assert [batch.ingestion_batch_id for batch in report.batches] == [1]
+    assert spark.table(f"{schema}.raw_web_events").count() == 2
+
+
 def _ingest_command(project: Path, landing: Path, *extra: str) -> list[str]:
     return [
         sys.executable,
