@@ -470,16 +470,15 @@ def _files_of_batch(source_log: Path, epoch_id: int) -> list[Path]:
     return [_local_path(entry["path"]) for entry in entries if entry["batchId"] == epoch_id]
 
 
-def _check_files_unchanged(files: list[Path], listed: list[Any], batch_id: int) -> None:
+def _check_files_unchanged(files: list[Path], sizes: dict[Path, int], batch_id: int) -> None:
     """Refuse a batch one of whose `files` (those the query assigned to it) changed after the
-    batch listed it: `listed` holds each read file's path and size as listed. A file that grew
+    batch listed it: `sizes` holds each read file's size as listed. A file that grew
     (still being written: the landing protocol is to write under a hidden name and rename, as
     `deliver` does), one that is gone (read already, or not: Spark passes over a file that is
     missing when a batch starts, so a batch replayed after a crash would leave it out), one
     empty when listed and not now. The batch is not committed: the next ingestion replays it
     with the same files. (A file that grows after its batch is committed is beyond any check
     here: its new lines are never read.)"""
-    sizes = {_local_path(row["_file_path"]): row["_file_size"] for row in listed}
     for path in files:
         try:
             size = path.stat().st_size
@@ -520,16 +519,24 @@ def _write_batch(
     listed_columns = [name for name in ("_file_path", "_file_size") if name in batch.columns]
     landed = batch.select("raw_record", "_source_file", "topic", *listed_columns).persist()
     try:
-        per_topic = landed.groupBy("topic").agg(
-            F.count(F.lit(1)).alias("records"), F.countDistinct("_source_file").alias("files")
+        per_file = landed.groupBy("topic", "_source_file", *listed_columns).agg(
+            F.count(F.lit(1)).alias("records")
         )
         try:  # (the batch's records are read here, once: `landed` keeps them)
-            rows = per_topic.collect()
+            rows = per_file.collect()
         except Exception as error:
             _refuse_a_removed_file(error, batch_id)
             raise
-        counts = {row["topic"]: (row["records"], row["files"]) for row in rows}
-        listed = landed.select(*listed_columns).distinct().collect() if listed_columns else []
+        counts: dict[str, tuple[int, int]] = {}  # topic: (records, files)
+        for row in rows:
+            records, files = counts.get(row["topic"], (0, 0))
+            counts[row["topic"]] = (records + row["records"], files + 1)
+        # each read file's size as the batch listed it (a landing zone's)
+        sizes = (
+            {_local_path(row["_file_path"]): row["_file_size"] for row in rows}
+            if listed_columns
+            else {}
+        )
         unknown = sorted(set(counts) - set(TOPICS_BY_NAME))
         if unknown:
             raise KappaShopError(
@@ -562,7 +569,7 @@ def _write_batch(
                 )
                 time.sleep(pause_between_writes)
         if files_of_batch is not None:
-            _check_files_unchanged(files_of_batch(), listed, batch_id)
+            _check_files_unchanged(files_of_batch(), sizes, batch_id)
         files = sum(files for _, files in counts.values())
         records = sum(records for records, _ in counts.values())
         warehouse.sql(
