@@ -3,7 +3,8 @@
         and thread of the invocation: each schema's ledger ranges (read once, kept current as
         models record), the log's last receipted batch (read once), each model's planned
         partitions and last batch (worked out once, then used by both its compiled SQL and its
-        materialization), and the incremental ranges recorded but not yet committed.
+        materialization), the incremental ranges recorded but not yet committed, and what each
+        recomputing model recomputed (reported at the run's end).
 
         Why `graph`: dbt gives a model's SQL, its materialization and the run's hooks no shared
         object but the `graph` context variable, one dictionary per invocation handed to every
@@ -20,6 +21,7 @@
             'planned_partitions': {},
             'last_new_batch': {},
             'pending_ledger_rows': {},
+            'recomputed': [],
         } %}
         {% do graph.update({'kappa_run_state': state}) %}
     {% endif %}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ class Project:
 
     root: Path  # the copy's integration_tests directory
     prefix: str  # what every schema of this copy starts with
+    logged: list[str] = field(default_factory=list)  # the last command's info-level Jinja logs
 
     @classmethod
     def copy_of(cls, package: Path, destination: Path, prefix: str) -> Project:
@@ -77,7 +78,8 @@ class Project:
         os.environ["KAPPA_IT_SCHEMA"] = schema
         os.environ["KAPPA_IT_LOG_SCHEMA"] = log_schema or f"{self.prefix}_log"
         command = [*arguments, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
-        outcome = dbtRunner().invoke(command)
+        self.logged.clear()
+        outcome = dbtRunner(callbacks=[self._keep_logged]).invoke(command)
         if outcome.success:
             return outcome.result
         messages = []
@@ -87,6 +89,11 @@ class Project:
             if getattr(result, "status", None) in ("error", "fail", "runtime error"):
                 messages.append(f"{result.node.name}: {result.message}")
         raise DbtFailure(f"dbt {' '.join(arguments)} failed: " + " | ".join(messages))
+
+    def _keep_logged(self, event: Any) -> None:
+        """A dbt event callback: keeps what the package logs at info level (log(info=true))."""
+        if event.info.name == "JinjaLogInfo":
+            self.logged.append(event.info.msg)
 
     def seed(self) -> None:
         """Load the hand-written log (once per copy: every build reads it)."""
@@ -299,7 +306,9 @@ def check_run_lock(project: Project) -> None:
 
 def check_failed_write(project: Project) -> None:
     """A model whose run fails just before its write is redone by the next run, which then
-    equals the full refresh (what the failed run recorded must not outlive it)."""
+    equals the full refresh (what the failed run recorded must not outlive it). A key model's
+    run that fails after it dropped the buckets it recomputes (on parquet, with the other keys'
+    rows they held) has them recomputed by the next run."""
     schema = f"{project.prefix}_failed_write"
     full = f"{schema}_full"
     log_schema = f"{schema}_log"
@@ -307,16 +316,53 @@ def check_failed_write(project: Project) -> None:
     project.deliver([1, 2], log_schema)
     project.run(schema, log_schema)
     project.deliver([4, 5], log_schema)
-    os.environ["KAPPA_FAULT_POINT"] = "rolling_hour:before_write:fail"
-    try:
-        expect_failure(lambda: project.run(schema, log_schema), "kappa fault point")
-    finally:
-        os.environ.pop("KAPPA_FAULT_POINT")
+    _fail_at(project, schema, log_schema, "rolling_hour:before_write:fail")
     project.run(schema, log_schema)
+    # u1 and u2 (buckets 3 and 0 of 4): u2's bucket holds u4's row too
+    project.deliver([6], log_schema)
+    _fail_at(project, schema, log_schema, "user_state:after_drop:fail")
+    assert rows(f"select user_id from {schema}.user_state") == [("u3",), ("u8",)], (
+        "the failed run did not drop exactly the buckets of u1 and u2 (with u4's row)"
+    )
+    project.run(schema, log_schema)  # recomputes the dropped buckets from the staged events
     project.run(full, log_schema, "--full-refresh")
     assert differences(schema, full) == {}, (
         "after the failed run, the tables differ from the full refresh"
     )
+
+
+def _fail_at(project: Project, schema: str, log_schema: str, fault_point: str) -> None:
+    """A dbt run that fails at `fault_point` (`<model>:<point>:fail`, kappa._fault_point)."""
+    os.environ["KAPPA_FAULT_POINT"] = fault_point
+    try:
+        expect_failure(lambda: project.run(schema, log_schema), "kappa fault point")
+    finally:
+        os.environ.pop("KAPPA_FAULT_POINT")
+
+
+def check_recomputed_report(project: Project) -> None:
+    """A run ends with a line per model that recomputed days or key buckets, saying which."""
+    schema = f"{project.prefix}_report"
+    log_schema = f"{schema}_log"
+    reset(schema, log_schema)
+    project.deliver([1, 2, 3, 6, 7], log_schema)
+    project.run(schema, log_schema)  # a first build: rebuilt, nothing reported
+    assert [line for line in project.logged if line.startswith("kappa: ")] == []
+    # e11 (u3, 23:40 on 1 March): its own day; for the rolling hour also the next day, whose
+    # first hour it lies in; u3's key bucket (2 of 4)
+    project.deliver([4], log_schema)
+    project.run(schema, log_schema)
+    report = [line for line in project.logged if line.startswith("kappa: ")]
+    for model, recomputed in (
+        ("daily_totals", "1 day(s), 2024-03-01..2024-03-01"),
+        ("rolling_hour", "2 day(s), 2024-03-01..2024-03-02"),
+        ("user_state", "1 of 4 key bucket(s)"),
+        ("user_tiers", "1 of 4 key bucket(s)"),
+    ):
+        expected = f"kappa: {schema}.{model}: ingestion batches 2..2 recomputed {recomputed}"
+        assert expected in report, f"{expected!r} not in {report}"
+    project.run(schema, log_schema)  # nothing new: nothing recomputed, nothing reported
+    assert [line for line in project.logged if line.startswith("kappa: ")] == []
 
 
 # The checks of a copy, cheapest first (the mutation check stops at the first that fails).

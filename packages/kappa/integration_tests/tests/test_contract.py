@@ -11,6 +11,7 @@ from contract_harness import (  # noqa: F401 (package_copy: a fixture)
     check_column_change,
     check_failed_write,
     check_receipts,
+    check_recomputed_report,
     check_run_lock,
     check_schedule,
     package_copy,
@@ -40,3 +41,7 @@ def test_a_second_run_while_the_lock_is_held_changes_nothing(package_copy: Proje
 
 def test_a_run_that_fails_before_a_write_is_redone_by_the_next(package_copy: Project) -> None:
     check_failed_write(package_copy)
+
+
+def test_a_run_reports_what_it_recomputed(package_copy: Project) -> None:
+    check_recomputed_report(package_copy)

@@ -133,8 +133,11 @@
         {%- endcall -%}
     {%- else -%}
         {%- do kappa._write_partitions(existing_relation, partitions, table_columns) -%}
-        {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id
-            ~ " recomputed " ~ partitions | length ~ " partition(s) " ~ partitions[0] ~ ".." ~ partitions[-1]) }}
+        {%- set recomputed = model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id ~ " recomputed "
+            ~ (partitions | length ~ " day(s), " ~ partitions[0] ~ ".." ~ partitions[-1] if mode == 'days'
+               else partitions | length ~ " of " ~ var('kappa_key_buckets', 16) ~ " key bucket(s)") -%}
+        {{ log(recomputed) }}
+        {%- do kappa._run_state()['recomputed'].append(this.schema ~ "." ~ recomputed) -%}
     {%- endif -%}
 
     {%- do kappa._fault_point('after_write') -%}
