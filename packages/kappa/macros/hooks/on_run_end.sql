@@ -18,7 +18,7 @@
         full refresh rebuilds everything and says so in dbt's own log). What a run costs
         follows what it recomputes, so this is where a user sees why a run took long. -#}
     {%- set recomputed = kappa._run_state()['recomputed'] -%}
-    {%- for line in recomputed -%}
+    {%- for line in recomputed | sort -%}
         {{ log("kappa: " ~ line, info=true) }}
     {%- endfor -%}
     {%- do recomputed.clear() -%}

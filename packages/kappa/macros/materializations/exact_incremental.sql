@@ -116,15 +116,22 @@
         {%- endcall -%}
         {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id) }}
     {%- elif mode == 'batches' -%}
-        {%- set new_rows = make_temp_relation(this, '__kappa_new').include(database=false, schema=false) -%}
-        {%- call statement('create_new_rows') -%}
-            {{ create_table_as(true, new_rows, compiled_code) }}
-        {%- endcall -%}
+        {#- the new batches' partitions overwritten with the model's rows (dynamic partition
+            overwrite: the other batches stay), selected straight from the model's query in the
+            table's column order (partition columns last): no temporary view of the new rows
+            and no second describe of the table, as dbt-spark's insert_overwrite strategy would
+            issue (two statements of the six a batch model's run took) -#}
         {%- call statement('set_dynamic_overwrite') -%}
             set spark.sql.sources.partitionOverwriteMode = DYNAMIC
         {%- endcall -%}
+        {%- set columns = table_columns | map(attribute='quoted') | join(', ') -%}
         {%- call statement('main') -%}
-            {{ get_insert_overwrite_sql(new_rows, this, existing_relation) }}
+            insert overwrite table {{ this }}
+            {{ partition_cols(label="partition") }}
+            select {{ columns }}
+            from (
+                {{ compiled_code }}
+            ) as model_rows
         {%- endcall -%}
         {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id) }}
     {%- elif partitions | length == 0 -%}
