@@ -95,6 +95,10 @@ class Project:
         if event.info.name == "JinjaLogInfo":
             self.logged.append(event.info.msg)
 
+    def report(self) -> list[str]:
+        """The lines the last command ended with for the models it recomputed (on-run-end)."""
+        return [line for line in self.logged if line.startswith("kappa: ")]
+
     def seed(self) -> None:
         """Load the hand-written log (once per copy: every build reads it)."""
         self.dbt(["seed", "--quiet"], schema=f"{self.prefix}_seed")
@@ -324,7 +328,7 @@ def check_failed_write(project: Project) -> None:
     assert rows(f"select user_id from {schema}.user_state") == [("u3",), ("u8",)], (
         "the failed run did not drop exactly the buckets of u1 and u2 (with u4's row)"
     )
-    project.run(schema, log_schema)  # recomputes the dropped buckets from the staged events
+    project.run(schema, log_schema)  # recomputes the dropped buckets from stg_events
     project.run(full, log_schema, "--full-refresh")
     assert differences(schema, full) == {}, (
         "after the failed run, the tables differ from the full refresh"
@@ -347,12 +351,12 @@ def check_recomputed_report(project: Project) -> None:
     reset(schema, log_schema)
     project.deliver([1, 2, 3, 6, 7], log_schema)
     project.run(schema, log_schema)  # a first build: rebuilt, nothing reported
-    assert [line for line in project.logged if line.startswith("kappa: ")] == []
+    assert project.report() == []
     # e11 (u3, 23:40 on 1 March): its own day; for the rolling hour also the next day, whose
     # first hour it lies in; u3's key bucket (2 of 4)
     project.deliver([4], log_schema)
     project.run(schema, log_schema)
-    report = [line for line in project.logged if line.startswith("kappa: ")]
+    report = project.report()
     for model, recomputed in (
         ("daily_totals", "1 day(s), 2024-03-01..2024-03-01"),
         ("rolling_hour", "2 day(s), 2024-03-01..2024-03-02"),
@@ -362,7 +366,7 @@ def check_recomputed_report(project: Project) -> None:
         expected = f"kappa: {schema}.{model}: ingestion batches 2..2 recomputed {recomputed}"
         assert expected in report, f"{expected!r} not in {report}"
     project.run(schema, log_schema)  # nothing new: nothing recomputed, nothing reported
-    assert [line for line in project.logged if line.startswith("kappa: ")] == []
+    assert project.report() == []
 
 
 # The checks of a copy, cheapest first (the mutation check stops at the first that fails).
