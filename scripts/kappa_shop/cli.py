@@ -6,6 +6,9 @@
     kappa-shop ingest     ingest landed files into the raw tables, exactly once
     kappa-shop verify     the proof: incremental runs equal a full refresh (per model diff)
     kappa-shop build      sample log -> raw tables, dbt build, dbt docs generate, summary
+    kappa-shop reprocess  rebuild every model from the log beside the served version, then switch
+    kappa-shop rollback   serve the version served before again
+    kappa-shop versions   list the schema's versions; --drop-old drops those beyond --keep
     kappa-shop cluster    start, stop or show a Spark cluster with a Thrift Server on 127.0.0.1
     kappa-shop kafka      start, stop or show a single-node Apache Kafka broker on 127.0.0.1
     kappa-shop produce    produce arrival batches of a generated log to Kafka topics
@@ -303,6 +306,54 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the data and unit tests (about three quarters of a build of the sample log)",
     )
+    reprocess = commands.add_parser(
+        "reprocess",
+        help="rebuild every model from the log beside the served version, check it, switch",
+        description=(
+            "Kappa reprocessing (docs/reprocessing.md): build the whole DAG from the log (the "
+            "raw tables) into a new version, <schema>__v<N+1>, while readers keep reading the "
+            "served one through the views in <schema>; catch it up to the newest ingested "
+            "batch; run its data and unit tests; print, per serving name, the rows the new "
+            "version adds, removes and changes against the served one; then point every view "
+            "at it. A failed test, or a kill at any step, leaves the served version as it was."
+        ),
+    )
+    _add_target(reprocess)
+    reprocess.add_argument(
+        "--no-switch",
+        action="store_true",
+        help="stop after the comparison: build, catch up, test and compare, but keep serving "
+        "the current version (a later reprocess starts over)",
+    )
+    rollback = commands.add_parser(
+        "rollback",
+        help="serve the version served before the current one again",
+        description=(
+            "Point every view of <schema> back at the version served before the current one "
+            "(kept until `kappa-shop versions --drop-old`). Revert the code that built the "
+            "newer version first: the next `kappa-shop build` maintains the served version "
+            "with the code it runs."
+        ),
+    )
+    _add_target(rollback)
+    versions = commands.add_parser(
+        "versions",
+        help="list the schema's versions; --drop-old drops the old ones",
+        description=(
+            "List the versions of <schema> (its physical schemas <schema>__v<N>), which one is "
+            "served and what happened to each; with --drop-old, drop all but --keep of them: "
+            "the served one first, then the one a rollback would serve, then the newest others."
+        ),
+    )
+    _add_target(versions)
+    versions.add_argument("--drop-old", action="store_true", help="drop the versions beyond --keep")
+    versions.add_argument(
+        "--keep",
+        type=int,
+        default=2,
+        help="with --drop-old: how many versions to keep, the served one included (default: 2, "
+        "the served one and the one a rollback would serve)",
+    )
     bench = commands.add_parser(
         "bench",
         help="benchmark: full refresh, incremental runs and a backfill, against baselines",
@@ -568,6 +619,8 @@ def _run(arguments: argparse.Namespace) -> int:
         return _bench(arguments, project)
     if command == "slim-ci":
         return _slim_ci(arguments, project)
+    if command in ("reprocess", "rollback", "versions"):
+        return _serving(arguments, project)
 
     from kappa_shop.pipeline import build, format_summary
 
@@ -575,6 +628,38 @@ def _run(arguments: argparse.Namespace) -> int:
         project, docs=not arguments.no_docs, log_source=arguments.log, tests=not arguments.no_tests
     )
     print(format_summary(summary))
+    return 0
+
+
+def _serving(arguments: argparse.Namespace, project: Any) -> int:
+    """reprocess, rollback, versions (kappa_shop.serving)."""
+    from kappa_shop.serving import (
+        Reprocess,
+        check_keep,
+        drop_old_versions,
+        list_versions,
+        rollback,
+    )
+
+    if arguments.command == "versions":
+        check_keep(arguments.keep)  # before Spark starts
+
+    if arguments.command == "reprocess":
+        step = Reprocess(project)
+        if arguments.no_switch:
+            step.start()
+            step.build()
+            step.catch_up()
+            step.test()
+            step.report()
+        else:
+            step.run()
+    elif arguments.command == "rollback":
+        rollback(project)
+    else:
+        if arguments.drop_old:
+            drop_old_versions(project, arguments.keep)
+        print(list_versions(project))
     return 0
 
 

@@ -110,8 +110,9 @@ class DbtProject:
 
 
 def _first_line(error: BaseException) -> str:
-    """The first non-empty line of an exception's text (dbt errors can run to many lines)."""
-    for line in str(error).splitlines():
-        if line.strip():
-            return line.strip()
-    return type(error).__name__
+    """The first non-empty line of an exception's text (dbt errors can run to many lines); for
+    a compilation error, its message, not the line naming where it was raised."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("Compilation Error in "):
+        return lines[1]
+    return lines[0] if lines else type(error).__name__

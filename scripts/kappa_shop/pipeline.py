@@ -2,7 +2,8 @@
 the docs, and say what was built.
 
 This is what `make run` calls (through `kappa-shop build`). Everything runs in one process,
-so ingestion and every dbt command share one SparkSession.
+so ingestion and every dbt command share one SparkSession. The models are built into the
+schema's served version and read through its views (kappa_shop.serving).
 
 The sample log comes one of two ways:
 - `generated` (the default): the generator writes a small log (SAMPLE_LOG), which is
@@ -22,6 +23,7 @@ from kappa_shop.generator import GeneratorConfig, generate, read_manifest
 from kappa_shop.ingest import BATCH_LOG_TABLE, ingest, ingested_tables
 from kappa_shop.landing import batch_numbers, deliver
 from kappa_shop.log_format import TOPICS
+from kappa_shop.serving import build_served, serving_name
 
 SAMPLE_LOG = GeneratorConfig(seed=42, events=5_000, days=2.0, batches=6)
 LOG_SOURCES = ("generated", "seeds")
@@ -103,9 +105,11 @@ def build(
     else:
         load_seed_sample(project)
     untested = () if tests else ("--exclude-resource-type", "test", "unit_test")
-    build_result = project.invoke("build", *untested)
+    # into the schema's served version; readers' names (<schema>.<model>) are views on it
+    build_result = build_served(project, untested)
     if docs:
-        # the default selector leaves seeds out; the docs describe the whole project
+        # the default selector leaves seeds out; the docs describe the whole project, under
+        # the names readers query (the views of the serving schema)
         project.invoke("docs", "generate", "--select", "fqn:*", "source:*")
 
     model_nodes = [
@@ -124,13 +128,16 @@ def build(
         table: f"{project.raw_schema}.{table}"
         for table in [*(topic.raw_table for topic in TOPICS), BATCH_LOG_TABLE]
     }
-    model_relations = {node.name: node.relation_name for node in model_nodes}
+    model_relations = {node.name: serving_name(project.schema, node) for node in model_nodes}
     counts = _row_counts(project, {**raw_relations, **model_relations})
     return BuildSummary(
         log_source=log_source,
         tables=[
             BuiltTable(
-                node.name, node.relation_name, str(node.config.materialized), counts[node.name]
+                node.name,
+                model_relations[node.name],
+                str(node.config.materialized),
+                counts[node.name],
             )
             for node in model_nodes
         ],

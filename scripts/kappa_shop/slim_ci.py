@@ -29,6 +29,7 @@ from pathlib import Path
 
 from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
+from kappa_shop.serving import building_served
 
 SELECTION = ("--select", "state:modified+", "--exclude", "path:seeds/sample_log")
 # dbt's node statuses that mean something did not work (skipped follows an upstream failure)
@@ -115,10 +116,13 @@ def slim_ci(
                 say(f"  {unique_id}")
         if dry_run:
             return SlimCiOutcome(selected, {}, True)
-        result = project.invoke(
-            "build", *SELECTION, "--state", str(state_dir), "--full-refresh",
-            tolerate_failures=True,
-        )  # fmt: skip
+        # into the served version when the target's schema serves versions (docs/reprocessing.md;
+        # state:modified ignores the schema a target gives)
+        with building_served(project) as dbt_vars:
+            result = project.invoke(
+                "build", *SELECTION, *dbt_vars, "--state", str(state_dir), "--full-refresh",
+                tolerate_failures=True,
+            )  # fmt: skip
     statuses = {item.node.unique_id: str(item.status) for item in result.results}
     failed = sorted(unique_id for unique_id, status in statuses.items() if status in FAILED)
     say(

@@ -8,6 +8,7 @@ ingestion and in-process dbt command of the run reuses it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -156,6 +157,18 @@ def kappa_shop_in(
 ) -> subprocess.CompletedProcess:
     """`kappa-shop ARGUMENTS` run in the project copy `root` (see run_in)."""
     return run_in(root, [sys.executable, "-m", "kappa_shop", *arguments], timeout, **settings)
+
+
+@contextlib.contextmanager
+def edited(path: Path, old: str, new: str) -> Iterator[None]:
+    """`path` with its one `old` replaced by `new`, put back afterwards."""
+    original = path.read_text()
+    assert original.count(old) == 1, f"{old!r} is not in {path} once"
+    path.write_text(original.replace(old, new))
+    try:
+        yield
+    finally:
+        path.write_text(original)
 
 
 def ledger_rows(spark: Any, schema: str, model: str | None = None) -> list[tuple]:

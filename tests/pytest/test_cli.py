@@ -67,6 +67,7 @@ def test_help_explains_every_subcommand_and_option():
     assert top.returncode == 0
     # argparse formats help with %-placeholders: a stray % in a help text crashes --help
     subcommands = ("check", "generate", "deliver", "ingest", "verify", "build", "cluster")
+    subcommands += ("reprocess", "rollback", "versions")
     for subcommand in (*subcommands, "docs-coverage", "lineage", "slim-ci"):
         assert subcommand in top.stdout
         result = _kappa_shop(subcommand, "--help", path=os.environ["PATH"])
@@ -104,6 +105,9 @@ def test_bad_arguments_and_configuration_are_one_line_each(tmp_path):
             str(tmp_path / "no-log")
         ),
         ("slim-ci", "--state", str(tmp_path)): "no manifest.json in",
+        ("versions", "--drop-old", "--keep", "0"): (
+            "--keep 0: the served version is always kept (at least 1)"
+        ),
         ("verify", "--selector", "nope", "--work-dir", str(tmp_path / "proof")): (
             "--selector nope: no such selector in selectors.yml (it defines: derived, sample_log, "
             "one_model_per_mode)"

@@ -7,25 +7,13 @@ then builds the new columns. One model of each contract mode, on the built sampl
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from pathlib import Path
-
 import pytest
-from conftest import ledger_rows
+from conftest import edited, ledger_rows
 
-SCHEMA = "kappa_shop"
+from kappa_shop.serving import building
 
-
-@contextmanager
-def edited(path: Path, old: str, new: str):
-    """`path` with its one `old` replaced by `new`, put back afterwards."""
-    original = path.read_text()
-    assert original.count(old) == 1, f"{old!r} is not in {path} once"
-    path.write_text(original.replace(old, new))
-    try:
-        yield
-    finally:
-        path.write_text(original)
+# the built project's models: version 1 of the serving schema kappa_shop (kappa_shop.serving)
+SCHEMA = "kappa_shop__v1"
 
 
 def _columns(spark, model: str) -> dict[str, str]:
@@ -37,9 +25,10 @@ def _columns(spark, model: str) -> dict[str, str]:
 
 def _run(built_project, model: str, *arguments: str) -> dict[str, tuple[str, str]]:
     """`dbt run --select model`: each model's status and message."""
-    result = built_project.dbt.invoke(
-        "run", "--select", model, *arguments, "--quiet", tolerate_failures=True
-    )
+    with building(built_project.dbt, SCHEMA) as dbt_vars:
+        result = built_project.dbt.invoke(
+            "run", "--select", model, *dbt_vars, *arguments, "--quiet", tolerate_failures=True
+        )
     return {item.node.name: (str(item.status), item.message or "") for item in result.results
             if item.node.resource_type == "model"}  # fmt: skip
 

@@ -244,6 +244,9 @@ def test_a_changed_column_stops_an_incremental_run_on_delta_too(delta_proof, spa
     assert after["versions"] == before["versions"]
 
 
+VERSION = "delta_switch__v1"
+
+
 @pytest.fixture(scope="module")
 def format_switch(spark, project_copy, tmp_path_factory):
     """One schema built from the seed log on parquet, then on Delta (every data and unit test
@@ -268,12 +271,13 @@ def format_switch(spark, project_copy, tmp_path_factory):
             "docs", "generate", "--select", "fqn:*", "source:*", "--target-path", str(docs)
         )
         models = sorted(table.name for table in builds["delta"].tables)
+        # (the tables of the served version, version 1: delta_switch.<model> are views on them)
         formats = {
             model: {
-                "format": spark.sql(f"describe detail delta_switch.{model}").collect()[0]["format"],
+                "format": spark.sql(f"describe detail {VERSION}.{model}").collect()[0]["format"],
                 "operations": [
                     row["operation"]
-                    for row in spark.sql(f"describe history delta_switch.{model}").collect()
+                    for row in spark.sql(f"describe history {VERSION}.{model}").collect()
                 ],
             }
             for model in models

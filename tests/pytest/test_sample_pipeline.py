@@ -17,6 +17,7 @@ from log_oracle import activity_sessions, classify, landed_lines, seed_lines
 from kappa_shop.errors import KappaShopError
 from kappa_shop.log_format import TOPICS
 from kappa_shop.pipeline import build
+from kappa_shop.serving import building
 
 GAP = timedelta(minutes=30)
 SESSION_COLUMNS = """
@@ -25,6 +26,10 @@ SESSION_COLUMNS = """
     date_format(session_ended_at, 'yyyy-MM-dd HH:mm:ss.SSS') as ended,
     event_count, page_view_count, landing_page_path, exit_page_path, is_bounce, duration_seconds
 """
+
+
+# where `make run` builds the models: version 1 of kappa_shop, whose views readers query
+VERSION = "kappa_shop__v1"
 
 
 def _sessions(spark, schema: str) -> list[tuple]:
@@ -202,21 +207,24 @@ def test_files_left_by_a_kill_inside_a_table_swap_are_cleared(built_project, spa
     # inside it leaves the build table and files at `sessions`' location without a table
     # (a kill inside the rename, which moves the directory before it commits, leaves the same).
     # That state, made here exactly: the next run must clear the files and rebuild sessions.
-    before = _sessions(spark, "kappa_shop")
-    location = built_project.root / "spark-warehouse" / "kappa_shop.db" / "sessions"
+    # (the served version's table, which readers read through the view kappa_shop.sessions)
+    before = _sessions(spark, VERSION)
+    location = built_project.root / "spark-warehouse" / f"{VERSION}.db" / "sessions"
     spark.sql(
-        "create table kappa_shop.sessions__kappa_build_killed000000 as "
-        "select * from kappa_shop.sessions"
+        f"create table {VERSION}.sessions__kappa_build_killed000000 as "
+        f"select * from {VERSION}.sessions"
     )
     shutil.copytree(location, tmp_path / "sessions")
-    spark.sql("drop table kappa_shop.sessions")
+    spark.sql(f"drop table {VERSION}.sessions")
     shutil.copytree(tmp_path / "sessions", location)
     assert any(location.rglob("*.parquet"))
 
-    built_project.dbt.invoke("run", "--select", "sessions")
+    with building(built_project.dbt, VERSION) as dbt_vars:
+        built_project.dbt.invoke("run", "--select", "sessions", *dbt_vars)
 
+    assert _sessions(spark, VERSION) == before
     assert _sessions(spark, "kappa_shop") == before
-    tables = spark.sql("show tables in kappa_shop").collect()
+    tables = spark.sql(f"show tables in {VERSION}").collect()
     # (the `__kappa_new` temporary views of this process's dbt runs are not tables)
     assert [
         row.tableName for row in tables if "__kappa_" in row.tableName and not row.isTemporary

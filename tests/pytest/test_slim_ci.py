@@ -28,7 +28,7 @@ def test_slim_ci_builds_only_the_changed_model_and_its_downstream(built_project,
     model = built_project.root / CHANGED
     original = model.read_text()
     before = sorted(tuple(row) for row in spark.table("kappa_shop.search_ctr_daily").collect())
-    ledger_before = ledger_rows(spark, "kappa_shop")
+    ledger_before = ledger_rows(spark, "kappa_shop__v1")
     try:
         # a pull request's change: the same rows, written differently
         model.write_text(original.replace("with\n", "with\n\n-- reviewed\n", 1))
@@ -45,7 +45,7 @@ def test_slim_ci_builds_only_the_changed_model_and_its_downstream(built_project,
     assert set(outcome.statuses.values()) <= {"success", "pass", "no-op"}, outcome.statuses
     assert "exposure.kappa_shop.search_quality_report" in outcome.selected
     # both were rebuilt from the log (full refresh), nothing else ran, the rows are the same
-    ledger_after = ledger_rows(spark, "kappa_shop")
+    ledger_after = ledger_rows(spark, "kappa_shop__v1")
     new_runs = [row for row in ledger_after if row not in ledger_before]
     assert {row[0] for row in new_runs} == {"search_click_through", "search_ctr_daily"}
     assert {row[3] for row in new_runs} == {"full_refresh"}

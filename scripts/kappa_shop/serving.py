@@ -1,0 +1,706 @@
+"""Serving: stable names for readers over versions of the models (docs/reprocessing.md).
+
+What people and tools query, `<schema>.<model>` (`kappa_shop.sessions`), is a view. It points
+at one physical version of the model, built in a schema of its own, `<schema>__v<N>` (seeds
+and other custom schemas alike: `<schema>_reference.product_catalog` is a view on
+`<schema>__v<N>_reference.product_catalog`). The raw tables are the log and are shared by
+every version.
+
+- `kappa-shop build` keeps the served version up to date (the first build of a schema
+  creates version 1 and serves it).
+- `kappa-shop reprocess` builds the whole DAG from the log into a new version beside the
+  served one, catches it up to the newest ingested batch, runs its data tests, compares it
+  with the served version model by model, and only then points every view at it.
+- `kappa-shop rollback` points the views back at the version served before.
+- `kappa-shop versions` lists the versions; `--drop-old` drops those beyond `--keep`.
+
+Which version is served is recorded in an append-only registry, `<schema>.kappa_versions`:
+one row per event (building, built, failed, switching, switched, dropped). A switch writes
+`switching`, re-points the views one by one, and commits with `switched`; a switch killed in
+between is undone by the next command (the views go back to the version the registry
+serves), so a reprocess killed at any step leaves the served version as it was.
+
+Each version has its own batch ledger and run lock (they live in its schema), so a version is
+a consumer of the log of its own, as a reprocessing job in a Kappa architecture is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from kappa_shop.dbt import DbtProject
+from kappa_shop.errors import KappaShopError
+from kappa_shop.warehouse import Warehouse, checksums, schema_exists
+
+REGISTRY = "kappa_versions"
+# what the contract keeps in a schema it builds into: never served, never a reason to refuse
+BOOKKEEPING = ("kappa_consumed_batches", "kappa_run_lock", REGISTRY)
+EVENTS = ("building", "built", "failed", "switching", "switched", "dropped")
+FAULT_POINT = "KAPPA_SHOP_FAULT_POINT"
+FIRST_BUILD = "first build"
+
+
+def version_schema(serving: str, version: int) -> str:
+    """The schema a version's models are built in: `<serving>__v<version>`."""
+    return f"{serving}__v{version}"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One row of the registry."""
+
+    version: int
+    event: str
+    relations: dict[str, str]  # serving name -> physical relation (built, switching, switched)
+    detail: str
+    recorded_at: Any = None
+
+
+@dataclass
+class Versions:
+    """The registry of a serving schema, as read."""
+
+    serving: str
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def served(self) -> int | None:
+        """The version the views point at: the last one switched to."""
+        switched = [event.version for event in self.events if event.event == "switched"]
+        return switched[-1] if switched else None
+
+    @property
+    def previous(self) -> int | None:
+        """The version served before the served one (what a rollback switches back to), if it
+        is still there."""
+        served, dropped = self.served, self.dropped
+        switched = [event.version for event in self.events if event.event == "switched"]
+        for version in reversed(switched):
+            if version != served and version not in dropped:
+                return version
+        return None
+
+    @property
+    def dropped(self) -> set[int]:
+        return {event.version for event in self.events if event.event == "dropped"}
+
+    @property
+    def known(self) -> list[int]:
+        """Every version with a schema (not dropped), oldest first."""
+        return sorted({event.version for event in self.events} - self.dropped)
+
+    @property
+    def next_version(self) -> int:
+        return max((event.version for event in self.events), default=0) + 1
+
+    @property
+    def interrupted_switch(self) -> Event | None:
+        """A `switching` with no `switched` after it: a switch killed half way."""
+        for event in reversed(self.events):
+            if event.event == "switched":
+                return None
+            if event.event == "switching":
+                return event
+        return None
+
+    def relations(self, version: int) -> dict[str, str]:
+        """The serving names of a version and what they point at, as last recorded."""
+        for event in reversed(self.events):
+            if event.version == version and event.relations:
+                return event.relations
+        return {}
+
+    def state(self, version: int) -> str:
+        if version in self.dropped:
+            return "dropped"
+        if version == self.served:
+            return "serving"
+        events = [event.event for event in self.events if event.version == version]
+        if "switched" in events:
+            return "served before"
+        return {"switching": "built"}.get(events[-1], events[-1])
+
+    def detail(self, version: int) -> str:
+        details = [event.detail for event in self.events if event.version == version]
+        return next((text for text in reversed(details) if text), "")
+
+
+def _literal(text: str) -> str:
+    """A Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def read_versions(warehouse: Warehouse, serving: str) -> Versions:
+    """The registry of `serving` (empty when it has none)."""
+    if not schema_exists(warehouse, serving) or not _has_table(warehouse, serving, REGISTRY):
+        return Versions(serving)
+    rows = warehouse.sql(
+        f"select version, event, relations, detail, recorded_at from {serving}.{REGISTRY} "
+        "order by sequence"
+    )
+    return Versions(
+        serving,
+        [
+            Event(
+                int(row["version"]),
+                str(row["event"]),
+                json.loads(row["relations"]) if row["relations"] else {},
+                str(row["detail"] or ""),
+                row["recorded_at"],
+            )
+            for row in rows
+        ],
+    )
+
+
+def _shown(names: list[str], most: int = 3) -> str:
+    """The first few names, and how many more."""
+    more = len(names) - most
+    return ", ".join(names[:most]) + (f" and {more} more" if more > 0 else "")
+
+
+def _has_table(warehouse: Warehouse, schema: str, name: str) -> bool:
+    return bool(warehouse.sql(f"show tables in {schema} like '{name}'"))
+
+
+def _record(
+    warehouse: Warehouse,
+    serving: str,
+    version: int,
+    event: str,
+    relations: dict[str, str] | None = None,
+    detail: str = "",
+) -> None:
+    """Append one event to the registry (one small file: a write either lands or does not)."""
+    assert event in EVENTS, event
+    warehouse.sql(
+        f"insert into {serving}.{REGISTRY} select {version}, {_literal(event)}, "
+        f"{_literal(json.dumps(relations, sort_keys=True)) if relations else 'null'}, "
+        f"{_literal(detail)}, current_timestamp(), {time.time_ns()}"
+    )
+
+
+def open_serving(warehouse: Warehouse, serving: str) -> Versions:
+    """The serving schema's registry, created if missing; a switch that was killed half way
+    is undone first (the views go back to the served version), with a line saying so."""
+    warehouse.sql(f"create schema if not exists {serving}")
+    # (before the registry exists: a schema with one is a serving schema, which dbt refuses)
+    _refuse_tables_in_serving_schema(warehouse, serving)
+    warehouse.sql(
+        f"create table if not exists {serving}.{REGISTRY} (version int, event string, "
+        "relations string, detail string, recorded_at timestamp, sequence bigint) "
+        "using parquet"
+    )
+    versions = read_versions(warehouse, serving)
+    interrupted = versions.interrupted_switch
+    if interrupted is not None:
+        served = versions.served
+        back = versions.relations(served) if served is not None else {}
+        _point_views(warehouse, back, stale=set(interrupted.relations) - set(back))
+        undone = f"a switch to version {interrupted.version} interrupted; undone"
+        if served is None:
+            _record(warehouse, serving, interrupted.version, "failed", detail=undone)
+        else:  # the served version's switch again: the interrupted one has a `switched` after it
+            _record(warehouse, serving, served, "switched", back, detail=undone)
+        print(
+            f"kappa-shop: a switch of {serving} to version {interrupted.version} was "
+            f"interrupted; its views point at version {served} again"
+        )
+        versions = read_versions(warehouse, serving)
+    return versions
+
+
+def _refuse_tables_in_serving_schema(warehouse: Warehouse, serving: str) -> None:
+    """A serving schema holds views (and the registry): tables there were built by dbt
+    directly, before the schema served versions, and would be hidden by the views."""
+    tables = {
+        str(row["tableName"])
+        for row in warehouse.sql(f"show tables in {serving}")
+        if not row.get("isTemporary")
+    }
+    views = {
+        str(row["viewName"])
+        for row in warehouse.sql(f"show views in {serving}")
+        if not row.get("isTemporary")
+    }
+    others = sorted(tables - views - set(BOOKKEEPING))
+    if others:
+        shown = _shown(others)
+        raise KappaShopError(
+            f"{serving} holds tables built by dbt directly ({shown}), where the serving views "
+            f"go: keep building it with dbt, or drop it (`drop schema {serving} cascade`; the "
+            "log rebuilds every model) and build again, or serve another schema "
+            "(KAPPA_SHOP_SCHEMA)"
+        )
+
+
+def _point_views(
+    warehouse: Warehouse, relations: dict[str, str], stale: set[str] = frozenset()
+) -> None:
+    """Point each serving name at its physical relation (a view per name, replaced in one
+    statement each); drop the serving names in `stale` that are not among them."""
+    for schema in sorted({name.split(".")[0] for name in relations}):
+        warehouse.sql(f"create schema if not exists {schema}")
+    for step, (name, physical) in enumerate(sorted(relations.items()), start=1):
+        warehouse.sql(
+            f"create or replace view {name} with schema evolution as select * from {physical}"
+        )
+        fault_point(f"switch:{step}")
+    for name in sorted(stale - set(relations)):
+        warehouse.sql(f"drop view if exists {name}")
+
+
+def switch(
+    warehouse: Warehouse, serving: str, version: int, relations: dict[str, str], detail: str = ""
+) -> float:
+    """Point the serving names at `version`, committed by the registry's `switched` row.
+    Returns the seconds from the first view replaced to the last (what a reader can see
+    half switched)."""
+    versions = read_versions(warehouse, serving)
+    current = versions.relations(versions.served) if versions.served is not None else {}
+    _record(warehouse, serving, version, "switching", relations, detail)
+    started = time.monotonic()
+    _point_views(warehouse, relations, stale=set(current))
+    seconds = time.monotonic() - started
+    fault_point("before_commit")
+    _record(warehouse, serving, version, "switched", relations, detail)
+    return seconds
+
+
+def fault_point(name: str) -> None:
+    """Where a test kills a serving command: when KAPPA_SHOP_FAULT_POINT names this point,
+    say so on stdout and wait (the test kills the process at the line)."""
+    if os.environ.get(FAULT_POINT) == name:
+        print(f"kappa-shop: fault point {name}", flush=True)
+        sys.stdout.flush()
+        time.sleep(3600)
+
+
+def serving_name(serving: str, node: Any) -> str:
+    """The name readers query for a node dbt built into a version of `serving`:
+    `kappa_shop__v2.sessions` -> `kappa_shop.sessions`,
+    `kappa_shop__v2_reference.product_catalog` -> `kappa_shop_reference.product_catalog`."""
+    schema = str(node.schema)
+    version = schema[len(serving) :].split("_")[2] if schema.startswith(serving + "__v") else ""
+    prefix = f"{serving}__{version}"
+    custom = schema[len(prefix) :] if version else schema[len(serving) :]
+    return f"{serving}{custom}.{node.alias or node.name}"
+
+
+def served_relations(result: Any, serving: str, version: int) -> dict[str, str]:
+    """The serving names of every model and seed a dbt build (its result) built into
+    `version`, with the relations they point at."""
+    prefix = version_schema(serving, version)
+    relations = {}
+    for item in result.results:
+        node = item.node
+        if node.resource_type not in ("model", "seed") or node.config.materialized == "ephemeral":
+            continue
+        if node.schema == prefix or node.schema.startswith(prefix + "_"):
+            relations[serving_name(serving, node)] = f"{node.schema}.{node.alias or node.name}"
+    return relations
+
+
+@contextmanager
+def building(project: DbtProject, schema: str) -> Iterator[list[str]]:
+    """dbt builds into `schema` inside the block, reading the raw tables of the serving
+    schema's log; yields the `--vars` argument that says so."""
+    from kappa_shop.verify import building_into
+
+    raw = json.dumps({"raw_schema": project.raw_schema})
+    with building_into(schema):
+        yield ["--vars", raw]
+
+
+@contextmanager
+def building_served(project: DbtProject) -> Iterator[list[str]]:
+    """dbt builds into the served version inside the block when the project's schema serves
+    versions (yields the `--vars` that say where the raw tables are); else where it would."""
+    warehouse = project.warehouse()
+    served = read_versions(warehouse, project.schema).served
+    if served is None:
+        yield []
+        return
+    with building(project, version_schema(project.schema, served)) as dbt_vars:
+        yield dbt_vars
+
+
+def consumed_through(warehouse: Warehouse, schema: str, models: list[str]) -> int | None:
+    """The newest ingestion batch every one of `models` has consumed (its ledger in
+    `schema`), or None when one of them has consumed nothing."""
+    if not models or not _has_table(warehouse, schema, "kappa_consumed_batches"):
+        return None
+    listed = ", ".join(_literal(model) for model in models)
+    row = warehouse.sql(
+        f"select count(*) as models, min(last_batch_id) as through from ("
+        f"select model_name, max(last_batch_id) as last_batch_id "
+        f"from {schema}.kappa_consumed_batches where model_name in ({listed}) "
+        "group by model_name)"
+    )[0]
+    return int(row["through"]) if int(row["models"]) == len(models) else None
+
+
+def newest_ingested(warehouse: Warehouse, raw_schema: str) -> int | None:
+    from kappa_shop.ingest import BATCH_LOG_TABLE
+
+    if not _has_table(warehouse, raw_schema, BATCH_LOG_TABLE):
+        return None
+    (row,) = warehouse.sql(
+        f"select max(ingestion_batch_id) as newest from {raw_schema}.{BATCH_LOG_TABLE}"
+    )
+    return None if row["newest"] is None else int(row["newest"])
+
+
+def build_served(
+    project: DbtProject, arguments: tuple[str, ...] = (), progress: Callable[[str], None] = print
+) -> Any:
+    """`dbt build` into the served version of the project's schema (version 1, created and
+    served, on the schema's first build); the views then point at what it built. Returns dbt's
+    result."""
+    warehouse = project.warehouse()
+    serving = project.schema
+    versions = open_serving(warehouse, serving)
+    version = versions.served
+    first = version is None
+    if first:
+        # a first build that failed is taken up again, not left behind
+        last = versions.events[-1] if versions.events else None
+        if last is not None and last.event == "building" and last.detail == FIRST_BUILD:
+            version = last.version
+        else:
+            version = versions.next_version
+            _record(warehouse, serving, version, "building", detail=FIRST_BUILD)
+        progress(f"kappa-shop: {serving} serves no version yet: building version {version}")
+    schema = version_schema(serving, version)
+    with building(project, schema) as dbt_vars:
+        result = project.invoke("build", *dbt_vars, *arguments)
+    relations = served_relations(result, serving, version)
+    if relations != versions.relations(version) or first:
+        switch(warehouse, serving, version, relations, detail=FIRST_BUILD if first else "")
+        progress(f"kappa-shop: {serving} serves version {version} ({schema})")
+    return result
+
+
+def _version_schemas(warehouse: Warehouse, serving: str, version: int) -> list[str]:
+    """Every schema of a version: `<serving>__v<N>` and its custom ones (`..._reference`)."""
+    prefix = version_schema(serving, version)
+    return [
+        name
+        for name in (str(next(iter(row.values()))) for row in warehouse.sql("show schemas"))
+        if name == prefix or name.startswith(prefix + "_")
+    ]
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a new version holds against the served one, for one serving name."""
+
+    name: str
+    grain: list[str]
+    rows_before: int | None  # None: not in the served version
+    rows_after: int | None  # None: not in the new version
+    added: int = 0
+    removed: int = 0
+    changed: int = 0
+
+    @property
+    def equal(self) -> bool:
+        return (
+            self.rows_before is not None
+            and self.rows_after is not None
+            and not (self.added or self.removed or self.changed)
+        )
+
+
+@dataclass
+class ReprocessReport:
+    serving: str
+    served_before: int
+    version: int
+    through_before: int | None
+    through: int | None
+    changes: list[Change] = field(default_factory=list)
+    switched: bool = False
+
+
+class Reprocess:
+    """`kappa-shop reprocess`, step by step: start, build, catch_up, test, compare, switch
+    (run() takes them in order; a test can act between two of them)."""
+
+    def __init__(self, project: DbtProject, progress: Callable[[str], None] = print) -> None:
+        self.project = project
+        self.progress = progress
+        self.warehouse = project.warehouse()
+        self.serving = project.schema
+        self.relations: dict[str, str] = {}
+        self.models: list[str] = []
+        self.grains: dict[str, list[str]] = {}
+
+    def start(self) -> None:
+        versions = open_serving(self.warehouse, self.serving)
+        if versions.served is None:
+            raise KappaShopError(
+                f"{self.serving} serves no version yet: `kappa-shop build` builds and serves "
+                "the first"
+            )
+        self.served = versions.served
+        self.served_relations = versions.relations(versions.served)
+        self.version = versions.next_version
+        self.schema = version_schema(self.serving, self.version)
+        for schema in _version_schemas(self.warehouse, self.serving, self.version):
+            self.warehouse.sql(f"drop schema if exists {schema} cascade")
+        _record(self.warehouse, self.serving, self.version, "building", detail="reprocess")
+        self.progress(
+            f"Reprocess: {self.serving} serves version {self.served}; building version "
+            f"{self.version} beside it ({self.schema}) from the log in {self.project.raw_schema}"
+        )
+        fault_point("after_start")
+
+    def _build(self, *arguments: str) -> Any:
+        with building(self.project, self.schema) as dbt_vars:
+            return self.project.invoke(
+                "build", *dbt_vars, *arguments, "--exclude-resource-type", "test", "unit_test"
+            )
+
+    def build(self) -> None:
+        """The whole DAG from the log, into the new version."""
+        result = self._build("--full-refresh")
+        nodes = [item.node for item in result.results if item.node.resource_type == "model"]
+        self.models = sorted(
+            node.name for node in nodes if node.config.materialized == "exact_incremental"
+        )
+        self.grains = {node.name: list((node.config.meta or {}).get("grain", [])) for node in nodes}
+        self.relations = served_relations(result, self.serving, self.version)
+        _record(self.warehouse, self.serving, self.version, "built", self.relations)
+        self.progress(f"  built {len(self.relations)} relations into {self.schema}")
+        fault_point("after_build")
+
+    def through(self, version: int | None = None) -> int | None:
+        """The newest batch every batch-consuming model of a version has consumed."""
+        if version is None or version == self.version:
+            return consumed_through(self.warehouse, self.schema, self.models)
+        schema = version_schema(self.serving, version)
+        return consumed_through(self.warehouse, schema, self.models)
+
+    def catch_up(self, attempts: int = 3) -> int | None:
+        """Incremental runs of the new version until it has consumed every ingested batch."""
+        for _ in range(attempts):
+            newest = newest_ingested(self.warehouse, self.project.raw_schema)
+            through = self.through()
+            if newest is None or (through is not None and through >= newest):
+                self.progress(f"  version {self.version} is through ingestion batch {through}")
+                return through
+            self.progress(
+                f"  catching up: version {self.version} is through ingestion batch {through}, "
+                f"the log through {newest}"
+            )
+            self._build()
+        raise KappaShopError(
+            f"reprocess: version {self.version} did not catch up with the log in {attempts} "
+            f"incremental runs (batches keep arriving): {self.serving} still serves version "
+            f"{self.served}; run `kappa-shop reprocess` again when ingestion is quieter"
+        )
+
+    def test(self) -> None:
+        """The new version's data and unit tests; any failure stops the reprocess."""
+        with building(self.project, self.schema) as dbt_vars:
+            result = self.project.invoke("test", *dbt_vars, tolerate_failures=True)
+        failed = sorted(
+            item.node.name for item in result.results if str(item.status) in ("fail", "error")
+        )
+        tests = len(result.results)
+        if failed:
+            shown = _shown(failed)
+            _record(
+                self.warehouse, self.serving, self.version, "failed",
+                detail=f"{len(failed)} of {tests} tests failed: {shown}",
+            )  # fmt: skip
+            raise KappaShopError(
+                f"reprocess: {len(failed)} of {tests} tests failed on version {self.version} "
+                f"({shown}; listed above): not switched, {self.serving} still serves version "
+                f"{self.served}; version {self.version} stays in {self.schema} to look into"
+            )
+        self.progress(f"  {tests} data and unit tests passed on version {self.version}")
+        fault_point("after_tests")
+
+    def compare(self) -> list[Change]:
+        """Per serving name: rows in the new version only, in the served one only, and
+        changed (same grain key, other values); a model in one version only, whole. One query
+        finds the names whose rows are the same in both (row count and checksum); only the
+        others are diffed."""
+        from kappa_shop.verify import diff_model
+
+        names = sorted(set(self.relations) | set(self.served_relations))
+        both = [name for name in names if name in self.relations and name in self.served_relations]
+        sums = checksums(
+            self.warehouse,
+            [*self.relations.values(), *self.served_relations.values()],
+        )
+        changes = []
+        for name in names:
+            new, old = self.relations.get(name), self.served_relations.get(name)
+            model = name.split(".")[1]
+            grain = self.grains.get(model, [])
+            if new is None or old is None:
+                count = sums[new or old][0]
+                changes.append(
+                    Change(name, grain, None, count, added=count)
+                    if old is None
+                    else Change(name, grain, count, None, removed=count)
+                )
+            elif name in both and sums[new] == sums[old]:
+                changes.append(Change(name, grain, sums[old][0], sums[new][0]))
+            else:
+                diff = diff_model(
+                    self.warehouse, model, grain, new.split(".")[0], old.split(".")[0]
+                )
+                changes.append(
+                    Change(
+                        name, grain, diff.full_rows, diff.incremental_rows,
+                        added=diff.only_in_incremental, removed=diff.only_in_full,
+                        changed=diff.differing,
+                    )
+                )  # fmt: skip
+        return changes
+
+    def switch(self) -> None:
+        """Point every serving name at the new version, which must not be behind the served
+        one (a reader never sees the log go backwards)."""
+        before, after = self.through(self.served), self.through()
+        if before is not None and (after is None or after < before):
+            after = self.catch_up()
+            if after is None or after < before:
+                raise KappaShopError(
+                    f"reprocess: version {self.version} is through batch {after}, behind the "
+                    f"served version {self.served} (through {before}): not switched"
+                )
+        seconds = switch(
+            self.warehouse, self.serving, self.version, self.relations,
+            detail=f"reprocess; served version {self.served} before",
+        )  # fmt: skip
+        self.progress(
+            f"Switched: {self.serving} serves version {self.version} ({len(self.relations)} "
+            f"views, replaced in {seconds:.1f} s); `kappa-shop rollback` switches back to "
+            f"version {self.served}"
+        )
+
+    def report(self) -> ReprocessReport:
+        """The comparison with the served version, printed and returned."""
+        report = ReprocessReport(
+            self.serving, self.served, self.version, self.through(self.served), self.through()
+        )
+        report.changes = self.compare()
+        self.progress(format_changes(report))
+        return report
+
+    def run(self) -> ReprocessReport:
+        self.start()
+        self.build()
+        self.catch_up()
+        self.test()
+        report = self.report()
+        fault_point("before_switch")
+        self.switch()
+        report.switched = True
+        return report
+
+
+def format_changes(report: ReprocessReport) -> str:
+    """The comparison of a new version with the served one, a line per serving name."""
+    lines = [
+        f"Version {report.version} against version {report.served_before} (served), through "
+        f"ingestion batch {report.through} and {report.through_before}:",
+        f"  {'serving name':<52} {'rows before':>11} {'after':>9} {'added':>7} "
+        f"{'removed':>7} {'changed':>7}",
+    ]
+    for change in report.changes:
+        before = "-" if change.rows_before is None else f"{change.rows_before:,}"
+        after = "-" if change.rows_after is None else f"{change.rows_after:,}"
+        lines.append(
+            f"  {change.name:<52} {before:>11} {after:>9} {change.added:>7,} "
+            f"{change.removed:>7,} {change.changed if change.grain else '-':>7}"
+        )
+    differing = [change.name for change in report.changes if not change.equal]
+    lines.append(
+        f"  {len(differing)} of {len(report.changes)} differ"
+        + (" (changed: rows with the same grain key and other values; - without a grain)"
+           if differing else "")
+    )  # fmt: skip
+    return "\n".join(lines)
+
+
+def rollback(project: DbtProject, progress: Callable[[str], None] = print) -> int:
+    """Point the serving names back at the version served before; returns it."""
+    warehouse = project.warehouse()
+    serving = project.schema
+    versions = open_serving(warehouse, serving)
+    served, previous = versions.served, versions.previous
+    if served is None or previous is None:
+        raise KappaShopError(
+            f"{serving} has no earlier version to roll back to (serving version {served}; "
+            "`kappa-shop versions` lists them)"
+        )
+    switch(
+        warehouse, serving, previous, versions.relations(previous),
+        detail=f"rollback from version {served}",
+    )  # fmt: skip
+    progress(
+        f"Rolled back: {serving} serves version {previous} again "
+        f"({version_schema(serving, previous)}); version {served} stays until "
+        "`kappa-shop versions --drop-old`. The next `kappa-shop build` brings version "
+        f"{previous} up to date with the code you run it with: the code that built it"
+    )
+    return previous
+
+
+def list_versions(project: DbtProject) -> str:
+    """`kappa-shop versions`: a line per version."""
+    warehouse = project.warehouse()
+    versions = open_serving(warehouse, project.schema)
+    lines = [f"{project.schema}: {'version':>7}  {'schema':<32} {'state':<14} detail"]
+    for version in versions.known:
+        lines.append(
+            f"{'':{len(project.schema) + 2}}{version:>7}  "
+            f"{version_schema(project.schema, version):<32} {versions.state(version):<14} "
+            f"{versions.detail(version)}"
+        )
+    if not versions.known:
+        lines.append("  no versions: `kappa-shop build` builds and serves the first")
+    return "\n".join(lines)
+
+
+def check_keep(keep: int) -> None:
+    if keep < 1:
+        raise KappaShopError(f"--keep {keep}: the served version is always kept (at least 1)")
+
+
+def drop_old_versions(
+    project: DbtProject, keep: int, progress: Callable[[str], None] = print
+) -> list[int]:
+    """Drop every version but `keep`: the served one, then the one a rollback serves, then the
+    newest others."""
+    check_keep(keep)
+    warehouse = project.warehouse()
+    serving = project.schema
+    versions = open_serving(warehouse, serving)
+    ranked = [versions.served, versions.previous, *reversed(versions.known)]
+    kept: list[int] = []
+    for version in ranked:
+        if version is not None and version not in kept and len(kept) < keep:
+            kept.append(version)
+    dropped = [version for version in versions.known if version not in kept]
+    for version in dropped:
+        for schema in _version_schemas(warehouse, serving, version):
+            warehouse.sql(f"drop schema if exists {schema} cascade")
+        _record(warehouse, serving, version, "dropped")
+        progress(f"Dropped version {version} ({version_schema(serving, version)})")
+    if not dropped:
+        progress(f"Nothing to drop: {serving} keeps {len(versions.known)} version(s)")
+    return dropped
