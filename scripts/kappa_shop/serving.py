@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -288,9 +289,8 @@ def serving_name(serving: str, node: Any) -> str:
     `kappa_shop__v2.sessions` -> `kappa_shop.sessions`,
     `kappa_shop__v2_reference.product_catalog` -> `kappa_shop_reference.product_catalog`."""
     schema = str(node.schema)
-    version = schema[len(serving) :].split("_")[2] if schema.startswith(serving + "__v") else ""
-    prefix = f"{serving}__{version}"
-    custom = schema[len(prefix) :] if version else schema[len(serving) :]
+    versioned = re.match(rf"{re.escape(serving)}__v\d+", schema)
+    custom = schema[versioned.end() :] if versioned else schema[len(serving) :]
     return f"{serving}{custom}.{node.alias or node.name}"
 
 
@@ -381,7 +381,8 @@ def build_served(
     schema = version_schema(serving, version)
     with building(project, schema) as dbt_vars:
         result = project.invoke("build", *dbt_vars, *arguments)
-    relations = served_relations(result, serving, version)
+    # (a build of some models adds their names; only a reprocess's switch drops names)
+    relations = {**versions.relations(version), **served_relations(result, serving, version)}
     if relations != versions.relations(version) or first:
         switch(warehouse, serving, version, relations, detail=FIRST_BUILD if first else "")
         progress(f"kappa-shop: {serving} serves version {version} ({schema})")
