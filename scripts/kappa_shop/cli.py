@@ -5,7 +5,7 @@
     kappa-shop deliver    land arrival batches of a generated log in a landing zone
     kappa-shop ingest     ingest landed files into the raw tables, exactly once
     kappa-shop verify     the proof: incremental runs equal a full refresh (per model diff)
-    kappa-shop build      sample log -> raw tables, dbt build, dbt docs generate, summary
+    kappa-shop build      log -> raw tables (the sample, or as ingested), dbt build, docs, summary
     kappa-shop reprocess  rebuild every model from the log beside the served version, then switch
     kappa-shop rollback   serve the version served before again
     kappa-shop versions   list the schema's versions; --drop-old drops those beyond --keep
@@ -283,20 +283,23 @@ def _parser() -> argparse.ArgumentParser:
 
     build = commands.add_parser(
         "build",
-        help="sample log -> raw tables, dbt build, dbt docs generate, summary",
+        help="log -> raw tables, dbt build, dbt docs generate, summary",
         description=(
             "Put the sample event log in the raw tables (generated: generate, deliver and "
-            "ingest it batch by batch; seeds: load seeds/sample_log), run `dbt build` on every "
-            "derived model and test, run `dbt docs generate`, then print the tables with their "
+            "ingest it batch by batch; seeds: load seeds/sample_log; ingested: load nothing, "
+            "build from the log `kappa-shop ingest` put there), run `dbt build` on every "
+            "derived model and test into the schema's served version "
+            "(docs/reprocessing.md), run `dbt docs generate`, then print the tables with their "
             "row counts. All in one process, so Spark starts once."
         ),
     )
     _add_target(build)
     build.add_argument(
         "--log",
-        choices=("generated", "seeds"),
+        choices=("generated", "seeds", "ingested"),
         default="generated",
-        help="where the sample log comes from (default: generated)",
+        help="where the log comes from: the generated sample (default), the seeds' sample, or "
+        "ingested: the raw tables as `kappa-shop ingest` left them (your log; nothing loaded)",
     )
     build.add_argument(
         "--no-docs", action="store_true", help="skip `dbt docs generate` (faster when iterating)"
@@ -645,15 +648,7 @@ def _serving(arguments: argparse.Namespace, project: Any) -> int:
         check_keep(arguments.keep)  # before Spark starts
 
     if arguments.command == "reprocess":
-        step = Reprocess(project)
-        if arguments.no_switch:
-            step.start()
-            step.build()
-            step.catch_up()
-            step.test()
-            step.report()
-        else:
-            step.run()
+        Reprocess(project).run(switch=not arguments.no_switch)
     elif arguments.command == "rollback":
         rollback(project)
     else:

@@ -24,9 +24,10 @@ from kappa_shop.ingest import BATCH_LOG_TABLE, ingest, ingested_tables
 from kappa_shop.landing import batch_numbers, deliver
 from kappa_shop.log_format import TOPICS
 from kappa_shop.serving import build_served, serving_name
+from kappa_shop.warehouse import table_names
 
 SAMPLE_LOG = GeneratorConfig(seed=42, events=5_000, days=2.0, batches=6)
-LOG_SOURCES = ("generated", "seeds")
+LOG_SOURCES = ("generated", "seeds", "ingested")
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,23 @@ def load_seed_sample(project: DbtProject) -> None:
     project.invoke("seed", "--selector", "sample_log")
 
 
+def check_raw_tables(project: DbtProject) -> None:
+    """`--log ingested`: the raw tables hold a log already (ingested by `kappa-shop ingest`
+    from landing files or Kafka); nothing is loaded."""
+    present = table_names(project.warehouse(), project.raw_schema)
+    missing = [topic.raw_table for topic in TOPICS if topic.raw_table not in present]
+    if missing:
+        raise KappaShopError(
+            f"{project.raw_schema} has no {_listed(missing)}: ingest the log first "
+            "(`kappa-shop ingest --landing DIR`, or `--kafka`), or build the sample "
+            "(`--log generated` or `--log seeds`)"
+        )
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
 def build(
     project: DbtProject, docs: bool = True, log_source: str = "generated", tests: bool = True
 ) -> BuildSummary:
@@ -102,8 +120,10 @@ def build(
         raise KappaShopError(f"unknown log source {log_source!r}: use one of {LOG_SOURCES}")
     if log_source == "generated":
         load_generated_sample(project)
-    else:
+    elif log_source == "seeds":
         load_seed_sample(project)
+    else:
+        check_raw_tables(project)
     untested = () if tests else ("--exclude-resource-type", "test", "unit_test")
     # into the schema's served version; readers' names (<schema>.<model>) are views on it
     build_result = build_served(project, untested)
@@ -163,7 +183,10 @@ def format_summary(summary: BuildSummary) -> str:
     """The closing lines of `make run`: tables built, their rows, where the docs are."""
     width = max(len(table.name) for table in [*summary.tables, *summary.raw_tables])
     lines = ["", "Summary", "-------"]
-    lines.append(f"Raw tables ({summary.log_source} sample log):")
+    source = (
+        "as ingested" if summary.log_source == "ingested" else f"{summary.log_source} sample log"
+    )
+    lines.append(f"Raw tables ({source}):")
     lines += [
         f"  {table.name:<{width}}  {table.rows:>10,} rows  {table.relation}"
         for table in summary.raw_tables

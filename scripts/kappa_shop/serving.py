@@ -38,7 +38,7 @@ from typing import Any
 
 from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
-from kappa_shop.warehouse import Warehouse, checksums, schema_exists
+from kappa_shop.warehouse import Warehouse, checksums, schema_exists, table_names
 
 REGISTRY = "kappa_versions"
 # what the contract keeps in a schema it builds into: never served, never a reason to refuse
@@ -221,11 +221,7 @@ def open_serving(warehouse: Warehouse, serving: str) -> Versions:
 def _refuse_tables_in_serving_schema(warehouse: Warehouse, serving: str) -> None:
     """A serving schema holds views (and the registry): tables there were built by dbt
     directly, before the schema served versions, and would be hidden by the views."""
-    tables = {
-        str(row["tableName"])
-        for row in warehouse.sql(f"show tables in {serving}")
-        if not row.get("isTemporary")
-    }
+    tables = table_names(warehouse, serving)
     views = {
         str(row["viewName"])
         for row in warehouse.sql(f"show views in {serving}")
@@ -256,6 +252,26 @@ def _point_views(
         fault_point(f"switch:{step}")
     for name in sorted(stale - set(relations)):
         warehouse.sql(f"drop view if exists {name}")
+
+
+def view_targets(warehouse: Warehouse, schemas: list[str]) -> dict[str, str]:
+    """Each view of `schemas` and the relation it selects from (`kappa_shop.sessions` ->
+    `kappa_shop__v2.sessions`): where readers' names point now."""
+    targets = {}
+    for schema in schemas:
+        if not schema_exists(warehouse, schema):
+            continue
+        for row in warehouse.sql(f"show views in {schema}"):
+            if row.get("isTemporary"):
+                continue
+            name = f"{schema}.{row['viewName']}"
+            text = next(
+                str(described["data_type"])
+                for described in warehouse.sql(f"describe table extended {name}")
+                if described["col_name"] == "View Text"
+            )
+            targets[name] = text.strip().removeprefix("select * from ")
+    return targets
 
 
 def switch(
@@ -601,14 +617,31 @@ class Reprocess:
         self.progress(format_changes(report))
         return report
 
-    def run(self) -> ReprocessReport:
+    def run(self, switch: bool = True) -> ReprocessReport:
+        """Every step in order (without the switch: up to the comparison). A step that fails
+        records the new version as failed, with the reason, and stops the reprocess."""
         self.start()
-        self.build()
-        self.catch_up()
-        self.test()
-        report = self.report()
-        fault_point("before_switch")
-        self.switch()
+        try:
+            self.build()
+            self.catch_up()
+            self.test()
+            report = self.report()
+            if not switch:
+                _record(
+                    self.warehouse, self.serving, self.version, "built", self.relations,
+                    detail=f"compared with version {self.served}; not switched (--no-switch)",
+                )  # fmt: skip
+                return report
+            fault_point("before_switch")
+            self.switch()
+        except (Exception, KeyboardInterrupt) as error:
+            if read_versions(self.warehouse, self.serving).state(self.version) != "failed":
+                reason = str(error).strip().splitlines()[0] if str(error).strip() else "stopped"
+                _record(
+                    self.warehouse, self.serving, self.version, "failed",
+                    detail=f"{type(error).__name__}: {reason}"[:500],
+                )  # fmt: skip
+            raise
         report.switched = True
         return report
 
@@ -667,13 +700,31 @@ def list_versions(project: DbtProject) -> str:
     versions = open_serving(warehouse, project.schema)
     lines = [f"{project.schema}: {'version':>7}  {'schema':<32} {'state':<14} detail"]
     for version in versions.known:
+        state, detail = versions.state(version), versions.detail(version)
+        if state in ("building", "built"):
+            # (its reprocess records `failed` or `switched` when it ends, whatever stops it
+            # but a kill)
+            detail += "; not finished: its reprocess runs now, or was killed"
         lines.append(
             f"{'':{len(project.schema) + 2}}{version:>7}  "
-            f"{version_schema(project.schema, version):<32} {versions.state(version):<14} "
-            f"{versions.detail(version)}"
+            f"{version_schema(project.schema, version):<32} {state:<14} {detail}"
         )
     if not versions.known:
         lines.append("  no versions: `kappa-shop build` builds and serves the first")
+        return "\n".join(lines)
+    served = versions.served
+    expected = versions.relations(served) if served is not None else {}
+    schemas = sorted({name.split(".")[0] for name in expected})
+    pointing = view_targets(warehouse, schemas)
+    astray = sorted(name for name, target in expected.items() if pointing.get(name) != target)
+    if astray:
+        lines.append(
+            f"{len(astray)} of {len(expected)} views do not point at version {served} "
+            f"({_shown(astray)}): changed outside kappa-shop; the next switch (`kappa-shop "
+            "reprocess` or `rollback`) points every view again"
+        )
+    elif served is not None:
+        lines.append(f"{len(expected)} views in {', '.join(schemas)} point at version {served}")
     return "\n".join(lines)
 
 

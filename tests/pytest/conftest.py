@@ -16,7 +16,8 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ from typing import Any
 import pytest
 
 from kappa_shop.dbt import DbtProject
+from kappa_shop.errors import KappaShopError
 from kappa_shop.pipeline import BuildSummary, build
+from kappa_shop.spark import check_metastore_free
 from kappa_shop.verify import VerifyConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -157,6 +160,90 @@ def kappa_shop_in(
 ) -> subprocess.CompletedProcess:
     """`kappa-shop ARGUMENTS` run in the project copy `root` (see run_in)."""
     return run_in(root, [sys.executable, "-m", "kappa_shop", *arguments], timeout, **settings)
+
+
+def wait_for_the_group_to_die(group: int, metastore: Path) -> None:
+    """Until every process of the killed group (Spark's JVM too) is gone and the OS lock the
+    JVM held on the project's metastore is released.
+
+    A killed JVM's main thread can show as a zombie while its other threads still tear down
+    (unmapping a large heap takes a while) and still hold its files and locks; nothing here
+    reaps orphans, so zombies stay. Hence: no live thread in the group, then the lock."""
+    deadline = time.monotonic() + 60
+    while live_members(group):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process group {group} still runs a minute after SIGKILL")
+        time.sleep(0.1)
+    while True:
+        try:
+            check_metastore_free(metastore)
+            return
+        except KappaShopError:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{metastore} still locked a minute after group {group} was killed"
+                ) from None
+            time.sleep(0.1)
+
+
+def live_members(group: int) -> list[int]:
+    """The processes of `group` with a thread that has not exited."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) != group:
+                continue
+            states = [
+                (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                for task in (entry / "task").iterdir()
+            ]
+        except OSError:
+            continue
+        if any(state not in ("Z", "X") for state in states):
+            members.append(int(entry.name))
+    return members
+
+
+def kappa_shop_killed_at(
+    root: Path,
+    arguments: list[str],
+    marker: str,
+    delay: float = 0.0,
+    while_running: Callable[[], Any] | None = None,
+    **settings: str | None,
+) -> tuple[str, Any]:
+    """`kappa-shop ARGUMENTS` in the project copy `root`, in a process group of its own, killed
+    with SIGKILL (Spark's JVM included) `delay` seconds after it prints a line holding `marker`
+    (and `while_running` has returned, if given); returns once the group is gone and the
+    metastore free: what it printed, and what `while_running` returned."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kappa_shop", *arguments],
+        cwd=root,
+        env=subprocess_environment(root, PYTHONUNBUFFERED="1", **settings),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    seen: list[str] = []
+    assert process.stdout is not None
+    try:
+        for line in process.stdout:
+            seen.append(line)
+            if marker in line:
+                time.sleep(delay)
+                during = while_running() if while_running is not None else None
+                break
+        else:
+            raise AssertionError(f"never reached {marker!r}:\n" + "".join(seen[-60:]))
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+        wait_for_the_group_to_die(process.pid, root / "metastore_db")
+    return "".join(seen), during
 
 
 @contextlib.contextmanager

@@ -22,13 +22,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ONE_MODEL_PER_MODE, copy_project, kappa_shop_in, subprocess_environment
+from conftest import (
+    ONE_MODEL_PER_MODE,
+    copy_project,
+    kappa_shop_in,
+    subprocess_environment,
+    wait_for_the_group_to_die,
+)
 from log_oracle import landed_lines
 
-from kappa_shop.errors import KappaShopError
 from kappa_shop.generator import GeneratorConfig, generate
 from kappa_shop.log_format import TOPICS
-from kappa_shop.spark import check_metastore_free
 
 LOG = GeneratorConfig(
     seed=13,
@@ -76,51 +80,6 @@ def _second_build(root: Path) -> subprocess.CompletedProcess:
     return kappa_shop_in(root, "build", "--no-docs", timeout=300, KAPPA_SHOP_SCHEMA=SCHEMA)
 
 
-def _wait_for_the_group_to_die(group: int, metastore: Path) -> None:
-    """Until every process of the killed group (Spark's JVM too) is gone and the OS lock the
-    JVM held on the project's metastore is released.
-
-    A killed JVM's main thread can show as a zombie while its other threads still tear down
-    (unmapping a large heap takes a while) and still hold its files and locks; nothing here
-    reaps orphans, so zombies stay. Hence: no live thread in the group, then the lock."""
-    deadline = time.monotonic() + 60
-    while _live_members(group):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"process group {group} still runs a minute after SIGKILL")
-        time.sleep(0.1)
-    while True:
-        try:
-            check_metastore_free(metastore)
-            return
-        except KappaShopError:
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{metastore} still locked a minute after group {group} was killed"
-                ) from None
-            time.sleep(0.1)
-
-
-def _live_members(group: int) -> list[int]:
-    """The processes of `group` with a thread that has not exited."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) != group:
-                continue
-            states = [
-                (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                for task in (entry / "task").iterdir()
-            ]
-        except OSError:
-            continue
-        if any(state not in ("Z", "X") for state in states):
-            members.append(int(entry.name))
-    return members
-
-
 def _run_step(
     root: Path, log_dir: Path, landing: Path, arguments: list[str], kill_at, while_paused=None
 ) -> tuple[str, object]:
@@ -153,7 +112,7 @@ def _run_step(
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=60)
-        _wait_for_the_group_to_die(process.pid, root / "metastore_db")
+        wait_for_the_group_to_die(process.pid, root / "metastore_db")
     assert process.returncode == -signal.SIGKILL
     return "".join(seen), during
 

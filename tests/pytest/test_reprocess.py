@@ -3,10 +3,12 @@ point at one version of every model; a reprocess rebuilds every model from the l
 version beside it, catches up, tests, compares and only then switches; a rollback switches
 back; a failed test or an interrupted switch leaves the served version as it was.
 
-One scenario on the sample log, in this process's Spark, in a serving schema of its own: the
-first build serves version 1; a reprocess with a changed session gap builds version 2 while
-the old code keeps version 1 up to date with a batch ingested during the rebuild; the switch;
-a rollback; a switch killed half way; a reprocess whose data test fails."""
+One scenario on the sample log, on Delta (the `local_delta` target), in this process's Spark,
+in a serving schema of its own: the first build serves version 1; a reprocess of changed logic
+(page views numbered from 0) builds version 2 while the old code keeps version 1 up to date
+with a batch ingested during the rebuild; the switch; a rollback; a switch stopped half way; a
+reprocess whose data test fails. (A reprocess killed with SIGKILL, on parquet:
+test_reprocess_killed.)"""
 
 from __future__ import annotations
 
@@ -15,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import edited
+from conftest import DELTA_TARGET, edited, skip_without_delta
 
 from kappa_shop import serving
 from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
 from kappa_shop.ingest import ingest
 from kappa_shop.landing import batch_numbers, deliver
-from kappa_shop.pipeline import prepare_sample_log
+from kappa_shop.pipeline import build, prepare_sample_log
 from kappa_shop.serving import (
     Reprocess,
     build_served,
@@ -51,23 +53,7 @@ BUG = (
 
 def _views(warehouse: Any) -> dict[str, str]:
     """Each view of the serving schemas (models, reference seeds) and what it selects from."""
-    targets = {}
-    rows = [
-        (schema, row)
-        for schema in (SERVING, f"{SERVING}_reference")
-        for row in warehouse.sql(f"show views in {schema}")
-    ]
-    for schema, row in rows:
-        if row["isTemporary"]:
-            continue
-        name = f"{schema}.{row['viewName']}"
-        text = next(
-            described["data_type"]
-            for described in warehouse.sql(f"describe table extended {name}")
-            if described["col_name"] == "View Text"
-        )
-        targets[name] = text.removeprefix("select * from ")
-    return targets
+    return serving.view_targets(warehouse, [SERVING, f"{SERVING}_reference"])
 
 
 def _same(warehouse: Any, relations: dict[str, str]) -> list[str]:
@@ -79,9 +65,11 @@ def _same(warehouse: Any, relations: dict[str, str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def scenario(spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFactory):
+    skip_without_delta()
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setenv("KAPPA_SHOP_SCHEMA", SERVING)
-    project = DbtProject(root=project_copy, profiles_dir=project_copy)
+    # on Delta (test_reprocess_killed reprocesses on parquet)
+    project = DbtProject(root=project_copy, target=DELTA_TARGET, profiles_dir=project_copy)
     warehouse = project.warehouse()
     for schema in [row["namespace"] for row in warehouse.sql(f"show schemas like '{SERVING}*'")]:
         warehouse.sql(f"drop schema {schema} cascade")
@@ -232,9 +220,11 @@ def test_old_versions_are_dropped_keeping_the_served_one_and_the_one_to_roll_bac
         f"{SERVING}__v1", f"{SERVING}__v1_reference", f"{SERVING}__v2", f"{SERVING}__v2_reference"
     ]  # fmt: skip
     listing = scenario["listing"].splitlines()
-    assert len(listing) == 3  # a header and the two versions kept
+    assert len(listing) == 4  # a header, the two versions kept, where the views point
     assert "serving" in listing[1] and f"{SERVING}__v1" in listing[1]
     assert "served before" in listing[2]
+    views = len(scenario["v1 views"])
+    assert listing[3] == f"{views} views in {SERVING}, {SERVING}_reference point at version 1"
 
 
 def test_dbt_cannot_build_into_a_serving_schema(scenario, project_copy):
@@ -264,3 +254,21 @@ def test_a_schema_of_tables_built_by_dbt_is_not_turned_into_a_serving_schema(
     assert [row.tableName for row in spark.sql(f"show tables in {schema}").collect()] == [
         "sessions"
     ]
+
+
+def test_a_build_from_an_ingested_log_with_none_ingested_says_what_to_do(
+    spark, project_copy, monkeypatch
+):
+    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", f"{SERVING}_never_ingested")
+    project = DbtProject(root=project_copy, profiles_dir=project_copy)
+
+    with pytest.raises(KappaShopError) as refused:
+        build(project, docs=False, log_source="ingested")
+
+    assert str(refused.value) == (
+        f"{SERVING}_never_ingested_raw has no raw_web_events, raw_searches, raw_search_clicks "
+        "and 3 more: ingest the log first (`kappa-shop ingest --landing DIR`, or `--kafka`), or "
+        "build the sample (`--log generated` or `--log seeds`)"
+    )
+    # nothing was built or served
+    assert not spark.sql(f"show schemas like '{SERVING}_never_ingested*'").collect()

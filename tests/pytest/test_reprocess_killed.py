@@ -1,0 +1,121 @@
+"""A reprocess killed with SIGKILL (its process group, Spark's JVM included) in the middle of
+its build, on parquet (the `local` target), in a project copy of its own, each command a
+process of its own: readers' names keep pointing at the served version, its incremental runs
+go on and take the batches ingested after the kill, and the killed version is listed as not
+finished. (test_reprocess runs the whole scenario on Delta in this process, a switch stopped
+half way included: the state a kill there leaves, whose undoing it checks.)"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+from conftest import copy_project, kappa_shop_in, kappa_shop_killed_at
+
+from kappa_shop.generator import GeneratorConfig, generate
+from kappa_shop.landing import batch_numbers, deliver
+
+# Spark starts in the subprocesses (not through a fixture of conftest's SPARK_FIXTURES)
+pytestmark = pytest.mark.spark
+
+SERVING = "killed"
+LOG = GeneratorConfig(
+    seed=29,
+    events=800,
+    days=2.0,
+    batches=6,
+    late_fraction=0.08,
+    duplicate_fraction=0.03,
+    malformed_fraction=0.01,
+)
+# version 2's build killed a second after it starts this staging model (the first models
+# rebuilt, the rest of the DAG not yet)
+KILLED_IN_BUILD = f"START sql exact_incremental model {SERVING}__v2.stg_orders__order_events"
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What each command printed, in order."""
+    work = tmp_path_factory.mktemp("reprocess_killed")
+    root = copy_project(work / "kappa_shop")
+    log_dir, landing = work / "log", work / "landing"
+    generate(LOG, log_dir, progress=lambda message: None)
+    batches = batch_numbers(log_dir)
+
+    def command(*arguments: str) -> str:
+        started = time.monotonic()
+        result = kappa_shop_in(root, *arguments, timeout=900, KAPPA_SHOP_SCHEMA=SERVING)
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+        # (shown with pytest -s: where the module's minutes go)
+        print(f"kappa-shop {' '.join(arguments)}: {time.monotonic() - started:.1f} s")
+        return result.stdout
+
+    seen = {}
+    deliver(log_dir, landing, batches[:-2])
+    command("ingest", "--landing", str(landing))
+    seen["first build"] = command("build", "--log", "ingested", "--no-docs", "--no-tests")
+    started = time.monotonic()
+    seen["killed"], seen["build at once"] = kappa_shop_killed_at(
+        root, ["reprocess"], KILLED_IN_BUILD, delay=1.0, KAPPA_SHOP_SCHEMA=SERVING,
+        # a build started while the reprocess runs
+        while_running=lambda: kappa_shop_in(
+            root, "build", "--log", "ingested", "--no-docs", KAPPA_SHOP_SCHEMA=SERVING
+        ),
+    )  # fmt: skip
+    print(f"reprocess killed in its build: {time.monotonic() - started:.1f} s")
+    # the last two arrival batches land after the kill; the served version takes them
+    deliver(log_dir, landing, batches[-2:])
+    command("ingest", "--landing", str(landing))
+    seen["next build"] = command("build", "--log", "ingested", "--no-docs", "--no-tests")
+    seen["versions"] = command("versions")
+    return seen
+
+
+def _rows(summary: str) -> dict[str, int]:
+    """Rows per table from a build's summary (`  name  1,234 rows  relation ...`)."""
+    found = re.findall(r"^\s+(\w+)\s+([\d,]+) rows\s+(\S+)", summary, re.MULTILINE)
+    return {name: int(rows.replace(",", "")) for name, rows, _ in found}
+
+
+def test_the_kill_landed_inside_the_new_versions_build(killed):
+    output = killed["killed"]
+    assert f"serves version 1; building version 2 beside it ({SERVING}__v2)" in output
+    assert KILLED_IN_BUILD in output
+    assert "relations into" not in output and "Switched" not in output
+
+
+def test_a_build_started_while_the_reprocess_runs_is_refused_in_one_line(killed):
+    # on `local` the embedded metastore admits one process: the build waits for none and
+    # changes nothing (on `cluster` both run, each on its own version: docs/reprocessing.md)
+    refused = killed["build at once"]
+    assert refused.returncode == 1
+    assert refused.stdout == ""
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith(
+        "kappa-shop: error: another Spark process (a build, a verify, a dbt command) is using "
+        "this project's metastore"
+    ), line
+    assert line.endswith("nothing was started or changed.")
+
+
+def test_the_served_version_takes_the_batches_ingested_after_the_kill(killed):
+    before, after = _rows(killed["first build"]), _rows(killed["next build"])
+    # the raw tables and the models fed by every web event took the two later batches, read
+    # through the serving names (views on version 1)
+    for name in ("raw_web_events", "raw_ingestion_batches", "stg_web__events", "page_views"):
+        assert after[name] > before[name] > 0, name
+    assert f"{SERVING}.page_views" in killed["next build"]
+    assert "interrupted" not in killed["next build"]
+
+
+def test_readers_names_point_at_the_served_version_and_the_killed_one_is_listed(killed):
+    lines = killed["versions"].strip().splitlines()
+    by_version = {int(line.split()[0]): line for line in lines[1:-1]}
+    assert sorted(by_version) == [1, 2]
+    assert "serving" in by_version[1]
+    assert "building" in by_version[2] and "not finished" in by_version[2]
+    assert re.fullmatch(
+        rf"\d+ views in {SERVING}, {SERVING}_reference point at version 1", lines[-1]
+    ), lines[-1]
