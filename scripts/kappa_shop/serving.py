@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +47,7 @@ BOOKKEEPING = ("kappa_consumed_batches", "kappa_run_lock", REGISTRY)
 EVENTS = ("building", "built", "failed", "switching", "switched", "dropped")
 FAULT_POINT = "KAPPA_SHOP_FAULT_POINT"
 FIRST_BUILD = "first build"
+NOT_SWITCHED = "not switched (--no-switch)"
 
 
 def version_schema(serving: str, version: int) -> str:
@@ -128,8 +130,22 @@ class Versions:
             return "served before"
         return {"switching": "built"}.get(events[-1], events[-1])
 
+    def unfinished(self, version: int) -> bool:
+        """Its reprocess has not ended (it runs now, or it was killed): started, neither
+        failed nor switched to, nor built to be compared only (--no-switch)."""
+        events = [event for event in self.events if event.version == version]
+        if not events or version in self.dropped:
+            return False
+        if any(event.event in ("switched", "failed") for event in events):
+            return False
+        return not (events[-1].event == "built" and events[-1].detail.endswith(NOT_SWITCHED))
+
     def detail(self, version: int) -> str:
-        details = [event.detail for event in self.events if event.version == version]
+        """The version's last detail (of its `building` rows, the first: a second is a
+        reprocess that started the same version at the same moment and stopped)."""
+        events = [event for event in self.events if event.version == version]
+        building = [event for event in events if event.event == "building"][1:]
+        details = [event.detail for event in events if event not in building]
         return next((text for text in reversed(details) if text), "")
 
 
@@ -144,7 +160,8 @@ def read_versions(warehouse: Warehouse, serving: str) -> Versions:
         return Versions(serving)
     rows = warehouse.sql(
         f"select version, event, relations, detail, recorded_at from {serving}.{REGISTRY} "
-        "order by sequence"
+        # (a tie in sequence, the nanoseconds of two writers, ordered alike by every reader)
+        "order by sequence, version, event, detail"
     )
     return Versions(
         serving,
@@ -348,9 +365,12 @@ def building_served(project: DbtProject) -> Iterator[list[str]]:
         yield dbt_vars
 
 
-def consumed_through(warehouse: Warehouse, schema: str, models: list[str]) -> int | None:
+def consumed_through(
+    warehouse: Warehouse, schema: str, models: list[str], present_only: bool = False
+) -> int | None:
     """The newest ingestion batch every one of `models` has consumed (its ledger in
-    `schema`), or None when one of them has consumed nothing."""
+    `schema`), or None when one of them has consumed nothing. With `present_only`, of those
+    of `models` the ledger knows (another version's models: some may be new)."""
     if not models or not _has_table(warehouse, schema, "kappa_consumed_batches"):
         return None
     listed = ", ".join(_literal(model) for model in models)
@@ -360,7 +380,8 @@ def consumed_through(warehouse: Warehouse, schema: str, models: list[str]) -> in
         f"from {schema}.kappa_consumed_batches where model_name in ({listed}) "
         "group by model_name)"
     )[0]
-    return int(row["through"]) if int(row["models"]) == len(models) else None
+    complete = int(row["models"]) == len(models) or (present_only and int(row["models"]) > 0)
+    return int(row["through"]) if complete else None
 
 
 def newest_ingested(warehouse: Warehouse, raw_schema: str) -> int | None:
@@ -471,9 +492,24 @@ class Reprocess:
         self.served_relations = versions.relations(versions.served)
         self.version = versions.next_version
         self.schema = version_schema(self.serving, self.version)
+        # Two reprocesses started at the same moment (on a shared metastore: `cluster`) take
+        # the same number; the first to record it goes on, the other stops before it drops or
+        # writes anything.
+        started_by = f"reprocess by pid {os.getpid()} on {socket.gethostname()}"
+        _record(self.warehouse, self.serving, self.version, "building", detail=started_by)
+        first = next(
+            event
+            for event in read_versions(self.warehouse, self.serving).events
+            if event.version == self.version and event.event == "building"
+        )
+        if first.detail != started_by:
+            raise KappaShopError(
+                f"another reprocess ({first.detail}) started version {self.version} of "
+                f"{self.serving} at the same moment; it goes on, this one stops having changed "
+                "nothing: see `kappa-shop versions`"
+            )
         for schema in _version_schemas(self.warehouse, self.serving, self.version):
             self.warehouse.sql(f"drop schema if exists {schema} cascade")
-        _record(self.warehouse, self.serving, self.version, "building", detail="reprocess")
         self.progress(
             f"Reprocess: {self.serving} serves version {self.served}; building version "
             f"{self.version} beside it ({self.schema}) from the log in {self.project.raw_schema}"
@@ -504,7 +540,8 @@ class Reprocess:
         if version is None or version == self.version:
             return consumed_through(self.warehouse, self.schema, self.models)
         schema = version_schema(self.serving, version)
-        return consumed_through(self.warehouse, schema, self.models)
+        # (the new version's batch models: the served version has those it shares with it)
+        return consumed_through(self.warehouse, schema, self.models, present_only=True)
 
     def catch_up(self, attempts: int = 3) -> int | None:
         """Incremental runs of the new version until it has consumed every ingested batch."""
@@ -617,6 +654,19 @@ class Reprocess:
         self.progress(format_changes(report))
         return report
 
+    def _record_failed(self, error: BaseException) -> None:
+        """The new version as failed, with the error's first line (unless a step recorded
+        it); a registry that cannot be written is noted on the error, which goes on."""
+        try:
+            if read_versions(self.warehouse, self.serving).state(self.version) != "failed":
+                reason = str(error).strip().splitlines()[0] if str(error).strip() else "stopped"
+                _record(
+                    self.warehouse, self.serving, self.version, "failed",
+                    detail=f"{type(error).__name__}: {reason}"[:500],
+                )  # fmt: skip
+        except Exception as recording:  # (the reprocess's own error goes on)
+            error.add_note(f"version {self.version} not recorded as failed: {recording}")
+
     def run(self, switch: bool = True) -> ReprocessReport:
         """Every step in order (without the switch: up to the comparison). A step that fails
         records the new version as failed, with the reason, and stops the reprocess."""
@@ -629,18 +679,13 @@ class Reprocess:
             if not switch:
                 _record(
                     self.warehouse, self.serving, self.version, "built", self.relations,
-                    detail=f"compared with version {self.served}; not switched (--no-switch)",
+                    detail=f"compared with version {self.served}; {NOT_SWITCHED}",
                 )  # fmt: skip
                 return report
             fault_point("before_switch")
             self.switch()
         except (Exception, KeyboardInterrupt) as error:
-            if read_versions(self.warehouse, self.serving).state(self.version) != "failed":
-                reason = str(error).strip().splitlines()[0] if str(error).strip() else "stopped"
-                _record(
-                    self.warehouse, self.serving, self.version, "failed",
-                    detail=f"{type(error).__name__}: {reason}"[:500],
-                )  # fmt: skip
+            self._record_failed(error)
             raise
         report.switched = True
         return report
@@ -701,7 +746,7 @@ def list_versions(project: DbtProject) -> str:
     lines = [f"{project.schema}: {'version':>7}  {'schema':<32} {'state':<14} detail"]
     for version in versions.known:
         state, detail = versions.state(version), versions.detail(version)
-        if state in ("building", "built"):
+        if versions.unfinished(version):
             # (its reprocess records `failed` or `switched` when it ends, whatever stops it
             # but a kill)
             detail += "; not finished: its reprocess runs now, or was killed"

@@ -207,35 +207,38 @@ def live_members(group: int) -> list[int]:
     return members
 
 
-def kappa_shop_killed_at(
+def killed_at(
     root: Path,
-    arguments: list[str],
+    command: list[str],
     marker: str,
     delay: float = 0.0,
     while_running: Callable[[], Any] | None = None,
     **settings: str | None,
 ) -> tuple[str, Any]:
-    """`kappa-shop ARGUMENTS` in the project copy `root`, in a process group of its own, killed
-    with SIGKILL (Spark's JVM included) `delay` seconds after it prints a line holding `marker`
-    (and `while_running` has returned, if given); returns once the group is gone and the
-    metastore free: what it printed, and what `while_running` returned."""
+    """`command` in the project copy `root` (its environment: subprocess_environment with
+    `settings`), in a process group of its own, killed with SIGKILL (Spark's JVM included)
+    `delay` seconds after it prints a line holding `marker` (and `while_running` has returned,
+    if given); returns once the group is gone and the metastore free: what it printed, and
+    what `while_running` returned."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "kappa_shop", *arguments],
+        command,
         cwd=root,
         env=subprocess_environment(root, PYTHONUNBUFFERED="1", **settings),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        start_new_session=True,
+        start_new_session=True,  # its own process group: Spark's JVM dies with it
     )
     seen: list[str] = []
+    during = None
     assert process.stdout is not None
     try:
         for line in process.stdout:
             seen.append(line)
             if marker in line:
                 time.sleep(delay)
-                during = while_running() if while_running is not None else None
+                if while_running is not None:
+                    during = while_running()
                 break
         else:
             raise AssertionError(f"never reached {marker!r}:\n" + "".join(seen[-60:]))
@@ -243,6 +246,7 @@ def kappa_shop_killed_at(
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=60)
         wait_for_the_group_to_die(process.pid, root / "metastore_db")
+    assert process.returncode == -signal.SIGKILL, "".join(seen[-60:])
     return "".join(seen), during
 
 

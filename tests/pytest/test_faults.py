@@ -13,8 +13,6 @@ the test can kill it, Spark's JVM included; the next step first repairs what the
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -26,8 +24,8 @@ from conftest import (
     ONE_MODEL_PER_MODE,
     copy_project,
     kappa_shop_in,
+    killed_at,
     subprocess_environment,
-    wait_for_the_group_to_die,
 )
 from log_oracle import landed_lines
 
@@ -85,36 +83,13 @@ def _run_step(
 ) -> tuple[str, object]:
     """Run one driver step and kill its process group at `kill_at` (after calling
     `while_paused`, if given); return what it printed and what `while_paused` returned."""
-    process = subprocess.Popen(
+    marker, delay = (kill_at, 0.0) if isinstance(kill_at, str) else kill_at
+    return killed_at(
+        root,
         [sys.executable, str(DRIVER), "--log", str(log_dir), "--landing", str(landing),
          *arguments],
-        cwd=root,
-        env=subprocess_environment(root, KAPPA_SHOP_SCHEMA=SCHEMA, PYTHONUNBUFFERED="1"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its own process group: Spark's JVM dies with it
+        marker, delay, while_paused, KAPPA_SHOP_SCHEMA=SCHEMA,
     )  # fmt: skip
-    marker, delay = (kill_at, 0.0) if isinstance(kill_at, str) else kill_at
-    seen: list[str] = []
-    during = None
-    assert process.stdout is not None
-    try:
-        for line in process.stdout:
-            seen.append(line)
-            if marker in line:
-                time.sleep(delay)
-                if while_paused is not None:
-                    during = while_paused()
-                break
-        else:
-            raise AssertionError(f"never reached {marker!r}:\n" + "".join(seen[-40:]))
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=60)
-        wait_for_the_group_to_die(process.pid, root / "metastore_db")
-    assert process.returncode == -signal.SIGKILL
-    return "".join(seen), during
 
 
 @pytest.fixture(scope="module")

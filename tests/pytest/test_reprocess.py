@@ -272,3 +272,65 @@ def test_a_build_from_an_ingested_log_with_none_ingested_says_what_to_do(
     )
     # nothing was built or served
     assert not spark.sql(f"show schemas like '{SERVING}_never_ingested*'").collect()
+
+
+def test_a_reprocess_stopped_by_an_error_records_its_version_failed_with_the_reason(
+    scenario, spark, project_copy, monkeypatch
+):
+    # (after the scenario: version 1 served, 2 kept; the build step fails at once)
+    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", SERVING)
+    project = DbtProject(root=project_copy, target=DELTA_TARGET, profiles_dir=project_copy)
+    step = Reprocess(project, progress=lambda line: None)
+
+    def fails() -> None:
+        raise KappaShopError("dbt build failed: 1 of 41 nodes errored")
+
+    monkeypatch.setattr(step, "build", fails)
+    with pytest.raises(KappaShopError):
+        step.run()
+
+    versions = read_versions(project.warehouse(), SERVING)
+    assert versions.served == 1
+    assert versions.state(step.version) == "failed" and not versions.unfinished(step.version)
+    assert versions.detail(step.version) == (
+        "KappaShopError: dbt build failed: 1 of 41 nodes errored"
+    )
+
+
+def test_of_two_reprocesses_started_at_once_the_second_stops_having_changed_nothing(
+    scenario, spark, project_copy, monkeypatch
+):
+    # Another reprocess (on a shared metastore) records the same new version just before this
+    # one does: made exactly, its row written between this one's reading of the registry and
+    # its own row.
+    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", SERVING)
+    project = DbtProject(root=project_copy, target=DELTA_TARGET, profiles_dir=project_copy)
+    warehouse = project.warehouse()
+    version = read_versions(warehouse, SERVING).next_version
+    other = f"{SERVING}__v{version}"
+    spark.sql(f"create schema {other}")
+    spark.sql(f"create table {other}.sessions (session_id string) using parquet")
+    record = serving._record
+
+    def after_the_other(warehouse, serving_schema, number, event, *rest, **named):
+        if event == "building":
+            record(
+                warehouse, serving_schema, number, event, detail="reprocess by pid 1 on elsewhere"
+            )
+        record(warehouse, serving_schema, number, event, *rest, **named)
+
+    monkeypatch.setattr(serving, "_record", after_the_other)
+    step = Reprocess(project, progress=lambda line: None)
+    with pytest.raises(KappaShopError) as stopped:
+        step.start()
+
+    assert str(stopped.value) == (
+        f"another reprocess (reprocess by pid 1 on elsewhere) started version {version} of "
+        f"{SERVING} at the same moment; it goes on, this one stops having changed nothing: "
+        "see `kappa-shop versions`"
+    )
+    # the other's tables are untouched, and it is the version's reprocess
+    assert [row.tableName for row in spark.sql(f"show tables in {other}").collect()] == ["sessions"]
+    versions = read_versions(warehouse, SERVING)
+    assert versions.served == 1 and versions.unfinished(version)
+    assert versions.detail(version) == "reprocess by pid 1 on elsewhere"

@@ -8,11 +8,12 @@ half way included: the state a kill there leaves, whose undoing it checks.)"""
 from __future__ import annotations
 
 import re
+import sys
 import time
 from typing import Any
 
 import pytest
-from conftest import copy_project, kappa_shop_in, kappa_shop_killed_at
+from conftest import copy_project, kappa_shop_in, killed_at
 
 from kappa_shop.generator import GeneratorConfig, generate
 from kappa_shop.landing import batch_numbers, deliver
@@ -57,8 +58,9 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     command("ingest", "--landing", str(landing))
     seen["first build"] = command("build", "--log", "ingested", "--no-docs", "--no-tests")
     started = time.monotonic()
-    seen["killed"], seen["build at once"] = kappa_shop_killed_at(
-        root, ["reprocess"], KILLED_IN_BUILD, delay=1.0, KAPPA_SHOP_SCHEMA=SERVING,
+    seen["killed"], seen["build at once"] = killed_at(
+        root, [sys.executable, "-m", "kappa_shop", "reprocess"], KILLED_IN_BUILD, delay=1.0,
+        KAPPA_SHOP_SCHEMA=SERVING,
         # a build started while the reprocess runs
         while_running=lambda: kappa_shop_in(
             root, "build", "--log", "ingested", "--no-docs", KAPPA_SHOP_SCHEMA=SERVING
