@@ -23,7 +23,7 @@ from kappa_shop.generator import GeneratorConfig, generate, read_manifest
 from kappa_shop.ingest import BATCH_LOG_TABLE, ingest, ingested_tables
 from kappa_shop.landing import batch_numbers, deliver
 from kappa_shop.log_format import TOPICS
-from kappa_shop.serving import build_served, serving_name
+from kappa_shop.serving import build_served, serving_name, shown_names
 from kappa_shop.warehouse import table_names
 
 SAMPLE_LOG = GeneratorConfig(seed=42, events=5_000, days=2.0, batches=6)
@@ -101,14 +101,10 @@ def check_raw_tables(project: DbtProject) -> None:
     missing = [topic.raw_table for topic in TOPICS if topic.raw_table not in present]
     if missing:
         raise KappaShopError(
-            f"{project.raw_schema} has no {_listed(missing)}: ingest the log first "
+            f"{project.raw_schema} has no {shown_names(missing)}: ingest the log first "
             "(`kappa-shop ingest --landing DIR`, or `--kafka`), or build the sample "
             "(`--log generated` or `--log seeds`)"
         )
-
-
-def _listed(names: list[str]) -> str:
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def build(

@@ -178,7 +178,7 @@ def read_versions(warehouse: Warehouse, serving: str) -> Versions:
     )
 
 
-def _shown(names: list[str], most: int = 3) -> str:
+def shown_names(names: list[str], most: int = 3) -> str:
     """The first few names, and how many more."""
     more = len(names) - most
     return ", ".join(names[:most]) + (f" and {more} more" if more > 0 else "")
@@ -246,7 +246,7 @@ def _refuse_tables_in_serving_schema(warehouse: Warehouse, serving: str) -> None
     }
     others = sorted(tables - views - set(BOOKKEEPING))
     if others:
-        shown = _shown(others)
+        shown = shown_names(others)
         raise KappaShopError(
             f"{serving} holds tables built by dbt directly ({shown}), where the serving views "
             f"go: keep building it with dbt, or drop it (`drop schema {serving} cascade`; the "
@@ -571,7 +571,7 @@ class Reprocess:
         )
         tests = len(result.results)
         if failed:
-            shown = _shown(failed)
+            shown = shown_names(failed)
             _record(
                 self.warehouse, self.serving, self.version, "failed",
                 detail=f"{len(failed)} of {tests} tests failed: {shown}",
@@ -765,7 +765,7 @@ def list_versions(project: DbtProject) -> str:
     if astray:
         lines.append(
             f"{len(astray)} of {len(expected)} views do not point at version {served} "
-            f"({_shown(astray)}): changed outside kappa-shop; the next switch (`kappa-shop "
+            f"({shown_names(astray)}): changed outside kappa-shop; the next switch (`kappa-shop "
             "reprocess` or `rollback`) points every view again"
         )
     elif served is not None:
