@@ -108,10 +108,15 @@ def check_raw_tables(project: DbtProject) -> None:
 
 
 def build(
-    project: DbtProject, docs: bool = True, log_source: str = "generated", tests: bool = True
+    project: DbtProject,
+    docs: bool = True,
+    log_source: str = "generated",
+    tests: bool = True,
+    full_refresh: bool = False,
 ) -> BuildSummary:
     """Put the sample log in the raw tables, run `dbt build` (its data and unit tests left out
-    unless `tests`), and `dbt docs generate`."""
+    unless `tests`; every model rebuilt from the log in place with `full_refresh`), and
+    `dbt docs generate`."""
     if log_source not in LOG_SOURCES:
         raise KappaShopError(f"unknown log source {log_source!r}: use one of {LOG_SOURCES}")
     if log_source == "generated":
@@ -121,8 +126,9 @@ def build(
     else:
         check_raw_tables(project)
     untested = () if tests else ("--exclude-resource-type", "test", "unit_test")
+    refresh = ("--full-refresh",) if full_refresh else ()
     # into the schema's served version; readers' names (<schema>.<model>) are views on it
-    build_result = build_served(project, untested)
+    build_result = build_served(project, (*untested, *refresh))
     if docs:
         # the default selector leaves seeds out; the docs describe the whole project, under
         # the names readers query (the views of the serving schema)
