@@ -285,7 +285,14 @@ def statements_in_flight(log_tail: str) -> list[tuple[str, str]]:
     for index, line in enumerate(lines):
         started = _STATEMENT.search(line)
         if started:
-            body = next((text for text in lines[index + 1 : index + 4] if text.strip()), "")
+            body = next(
+                (
+                    text
+                    for text in lines[index + 1 : index + 40]
+                    if text.strip() and not text.strip().startswith(("--", "/*"))
+                ),
+                "",
+            )
             open_[started.group(1)] = (started.group(2).split(".")[-1], statement_kind(body))
             continue
         done = _DONE.search(line)
@@ -449,6 +456,9 @@ class Campaign:
             "setup", "--work-dir", str(self.work_dir), "--ingest", str(steps[0] != "ingest")
         )
         self.progress(f"  started from nothing: {setup['detail']}")
+        if setup["problems"]:
+            raise KappaShopError(f"chaos: {setup['problems'][0]}")
+        self.estimates.update(setup["seconds"])
         for number, step in enumerate(steps, start=1):
             run_started = time.monotonic()
             run = self._one_run(number, step)
@@ -639,7 +649,9 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
     if arguments.action == "setup":
         _start_clean(project, landing)
         deliver(work_dir / "log", landing, [1])
+        started = time.monotonic()
         _cli(*ingest)
+        result["seconds"]["ingest"] = time.monotonic() - started
         _cli("build", "--log", "ingested", "--no-docs", "--no-tests")
         deliver(work_dir / "log", landing, [2])
         if arguments.ingest == "True":
