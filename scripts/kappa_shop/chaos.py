@@ -436,6 +436,8 @@ class Campaign:
         from kappa_shop.generator import GeneratorConfig, generate
 
         self.config.validate()
+        # stopped (Ctrl-C, or SIGTERM as well): the running command's group is killed with it
+        signal.signal(signal.SIGTERM, _interrupt)
         started = time.monotonic()
         report = ChaosReport(self.config, self.schema)
         steps = [self.random.choice(self.config.steps) for _ in range(self.config.runs)]
@@ -518,6 +520,10 @@ class Campaign:
                 + " | ".join(outcome.output.strip().splitlines()[-3:])
             )
         return run
+
+
+def _interrupt(signal_number: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 # --- the table -------------------------------------------------------------------------------

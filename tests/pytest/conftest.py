@@ -24,10 +24,9 @@ from typing import Any
 
 import pytest
 
+from kappa_shop.chaos import wait_for_the_group_to_die
 from kappa_shop.dbt import DbtProject
-from kappa_shop.errors import KappaShopError
 from kappa_shop.pipeline import BuildSummary, build
-from kappa_shop.spark import check_metastore_free
 from kappa_shop.verify import VerifyConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -160,51 +159,6 @@ def kappa_shop_in(
 ) -> subprocess.CompletedProcess:
     """`kappa-shop ARGUMENTS` run in the project copy `root` (see run_in)."""
     return run_in(root, [sys.executable, "-m", "kappa_shop", *arguments], timeout, **settings)
-
-
-def wait_for_the_group_to_die(group: int, metastore: Path) -> None:
-    """Until every process of the killed group (Spark's JVM too) is gone and the OS lock the
-    JVM held on the project's metastore is released.
-
-    A killed JVM's main thread can show as a zombie while its other threads still tear down
-    (unmapping a large heap takes a while) and still hold its files and locks; nothing here
-    reaps orphans, so zombies stay. Hence: no live thread in the group, then the lock."""
-    deadline = time.monotonic() + 60
-    while live_members(group):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"process group {group} still runs a minute after SIGKILL")
-        time.sleep(0.1)
-    while True:
-        try:
-            check_metastore_free(metastore)
-            return
-        except KappaShopError:
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{metastore} still locked a minute after group {group} was killed"
-                ) from None
-            time.sleep(0.1)
-
-
-def live_members(group: int) -> list[int]:
-    """The processes of `group` with a thread that has not exited."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) != group:
-                continue
-            states = [
-                (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                for task in (entry / "task").iterdir()
-            ]
-        except OSError:
-            continue
-        if any(state not in ("Z", "X") for state in states):
-            members.append(int(entry.name))
-    return members
 
 
 def killed_at(
