@@ -19,9 +19,10 @@ for each run, drawn from one random generator seeded with --seed:
 3. the recovery runs the normal commands again: `kappa-shop ingest` and
    `kappa-shop build --log ingested` with every data and unit test (one process, the CLI's own
    code), then checks that every landed record is in its raw table exactly once;
-4. every --check-every runs and after the last, `kappa-shop reprocess --no-switch` rebuilds every
-   model from the raw tables beside the served version and compares them: every model of the
-   served version, maintained incrementally through the kills, must equal it row for row.
+4. every --check-every runs and after the last, a reprocess without its switch (`kappa-shop
+   reprocess --no-switch`, its tests left out) rebuilds every model from the raw tables beside
+   the served version and compares them: every model of the served version, maintained
+   incrementally through the kills, must equal it row for row.
 
 The moment of a kill is uniform over the step's duration, as the last run of the same command
 that was not killed took (its recovery); where it landed is read from what the command printed
@@ -53,6 +54,11 @@ from typing import Any
 from kappa_shop.errors import KappaShopError
 
 STEPS = ("ingest", "build", "full-refresh", "reprocess", "compaction")
+# The line a step's command prints when its work begins (Spark is up): its kill's moment is
+# drawn after it, uniform over the work's expected seconds (a kill while a JVM starts tries
+# nothing). Compaction: the build's last node, after which the on-run-end hook commits the
+# batch ledger and compacts it (about 3 s).
+_ON_RUN_START = r"START hook: \S+\.on-run-start\.0"
 # Until a command has run once unkilled: its expected seconds (the kill's moment is drawn in it).
 FIRST_ESTIMATES = {
     "ingest": 30.0, "build": 90.0, "full-refresh": 90.0, "reprocess": 150.0, "compaction": 3.0,
@@ -60,6 +66,7 @@ FIRST_ESTIMATES = {
 RESULT_PREFIX = "chaos-worker-result: "
 COMPACT_AFTER = "2"  # every model's batch ledger is compacted at every build of a campaign
 FILES_PER_INGESTION_BATCH = 4
+RECORDS_PER_INGESTION_BATCH = 150  # (from Kafka: --max-files-per-batch caps records)
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,9 @@ class ChaosConfig:
     check_every: int = 10
     steps: tuple[str, ...] = STEPS
     target: str | None = None
+    # from Kafka (kappa_shop.ingest.KafkaSource, its topic prefix the campaign's own) instead of
+    # landing files; None: landing files
+    kafka: Any = None
 
     def validate(self) -> None:
         if self.runs < 1:
@@ -180,6 +190,7 @@ class Outcome:
     returncode: int | None
     seconds: float
     killed: bool
+    marked_after: float | None = None  # seconds from its start to the marker's line
 
 
 def run_killed(
@@ -217,6 +228,7 @@ def run_killed(
     seen: list[str] = []
     deadline = None if kill_after is None or marker is not None else started + kill_after
     killed = False
+    marked_after: float | None = None
     try:
         while True:
             wait = 0.5 if deadline is None else max(0.0, deadline - time.monotonic())
@@ -228,8 +240,10 @@ def run_killed(
                 break
             if line:
                 seen.append(line)
-                if marker is not None and deadline is None and re.search(marker, line):
-                    deadline = time.monotonic() + (kill_after or 0.0)
+                if marker is not None and marked_after is None and re.search(marker, line):
+                    marked_after = time.monotonic() - started
+                    if kill_after is not None:
+                        deadline = time.monotonic() + kill_after
             if deadline is not None and time.monotonic() >= deadline:
                 os.killpg(process.pid, signal.SIGKILL)
                 killed = True
@@ -248,6 +262,7 @@ def run_killed(
         None if killed else process.returncode,
         time.monotonic() - started,
         killed,
+        marked_after,
     )
 
 
@@ -255,9 +270,18 @@ def run_killed(
 
 _START = re.compile(r"\d+ of \d+ START (?:sql \S+ model|hook:?) (\S+)")
 # a run's last node done (printed with its own number as the total): the on-run-end hook follows
+IN_THE_HOOK = "the on-run-end hook (ledger commit and compaction)"
+AFTER_THE_HOOK = "after the on-run-end hook's SQL (dbt finishing)"
 _LAST_NODE = re.compile(r"\b(\d+) of \1 (?!START)(?!.* hook: )")
 _STATEMENT = re.compile(r"\[(Thread-\d+|MainThread)[^\]]*\]: On ([^:]+): /\*")
 _DONE = re.compile(r"\[(Thread-\d+|MainThread)[^\]]*\]: SQL status")
+WORK_BEGINS = {
+    "ingest": r"^Ingesting what is new in ",
+    "build": _ON_RUN_START,
+    "full-refresh": _ON_RUN_START,
+    "reprocess": r"^Reprocess: ",
+    "compaction": _LAST_NODE.pattern,
+}
 _KINDS = (
     ("insert overwrite", "insert overwrite"), ("insert into", "insert"),
     ("create or replace view", "create view"), ("create view", "create view"),
@@ -326,13 +350,18 @@ def where_it_landed(step: str, output: str, log_tail: str) -> tuple[str, str]:
     starts = [index for index, line in enumerate(lines) if _START.search(line)]
     last_node = [index for index, line in enumerate(lines) if _LAST_NODE.search(line)]
     if last_node and (not starts or last_node[-1] > starts[-1]):
-        model = "the on-run-end hook (ledger commit and compaction)"
+        model = IN_THE_HOOK
     elif not starts:
         model = "before dbt's first node (Spark starting, parsing)"
     else:
         name = _START.search(lines[starts[-1]]).group(1)  # type: ignore[union-attr]
         hook = re.search(r"on-run-(start|end)", name)
-        model = f"the on-run-{hook.group(1)} hook" if hook else name.split(".")[-1]
+        if hook is None:
+            model = name.split(".")[-1]
+        elif hook.group(1) == "start":
+            model = "the on-run-start hook"
+        else:  # (dbt prints the hook's line once its SQL has run)
+            model = AFTER_THE_HOOK
     flying = statements_in_flight(log_tail)
     statement = (
         ", ".join(sorted({f"{kind} ({node})" for node, kind in flying}))
@@ -412,15 +441,14 @@ class Campaign:
         return self._kappa_shop(*build)
 
     def _ingest_arguments(self) -> list[str]:
-        return [
-            "ingest", "--landing", str(self.landing),
-            "--max-files-per-batch", str(FILES_PER_INGESTION_BATCH),
-        ]  # fmt: skip
+        return ingest_arguments(self.landing, self.config.kafka)
 
     def _worker(self, *arguments: str) -> dict[str, Any]:
         """One worker process (this module's `worker`): its result, or the reason it failed."""
+        source = self.config.kafka
+        kafka = [] if source is None else ["--kafka", json.dumps(asdict(source))]
         outcome = run_killed(
-            [sys.executable, "-m", "kappa_shop.chaos", *arguments], self.root,
+            [sys.executable, "-m", "kappa_shop.chaos", *arguments, *kafka], self.root,
             self.environment, kill_after=None,
         )  # fmt: skip
         for line in reversed(outcome.output.splitlines()):
@@ -441,10 +469,16 @@ class Campaign:
         started = time.monotonic()
         report = ChaosReport(self.config, self.schema)
         steps = [self.random.choice(self.config.steps) for _ in range(self.config.runs)]
+        kafka = self.config.kafka
         self.progress(
             f"Chaos: {self.config.runs} run(s), seed {self.config.seed}, schema {self.schema}, "
             f"a log of about {self.config.events:,} events in {self.config.batches} arrival "
-            f"batches ({self.work_dir})"
+            f"batches ({self.work_dir}), "
+            + (
+                "landed as files"
+                if kafka is None
+                else f"produced to Kafka at {kafka.bootstrap_servers} ({kafka.topic_prefix}*)"
+            )
         )
         generate(
             GeneratorConfig(
@@ -489,9 +523,7 @@ class Campaign:
     def _one_run(self, number: int, step: str) -> ChaosRun:
         estimate = self.estimates[step]
         kill_after = round(self.random.uniform(0.0, estimate), 2)
-        # (compaction: timed from the build's last node, after which the on-run-end hook commits
-        # the batch ledger and compacts it, ~3 s)
-        marker = _LAST_NODE.pattern if step == "compaction" else None
+        marker = WORK_BEGINS[step]
         offset = _log_offset(self.dbt_log)
         outcome = run_killed(
             self._command(step), self.root, self.environment, kill_after, marker=marker
@@ -508,8 +540,8 @@ class Campaign:
                 f"finished before the kill (exit {outcome.returncode}, {outcome.seconds:.0f} s)",
                 "-",
             )
-            if step != "compaction":
-                self.estimates[step] = outcome.seconds
+            if step != "compaction" and outcome.marked_after is not None:
+                self.estimates[step] = outcome.seconds - outcome.marked_after
                 self.measured.add(step)
         run = ChaosRun(
             number, step, kill_after, outcome.killed, landed, statement, recovery="", raw=""
@@ -591,26 +623,62 @@ def write_results(report: ChaosReport, work_dir: Path) -> Path:
 # --- the worker: setup, recovery and checks, in a process of its own ---------------------
 
 
-def landed_records(landing: Path) -> Counter:
-    """(topic, line) of every line of every file landed, as many times as it landed."""
+def ingest_arguments(landing: Path, kafka: Any) -> list[str]:
+    """`kappa-shop ingest` of a campaign: from its landing zone, a few files per ingestion
+    batch; or from its Kafka topics, a few hundred records per batch."""
+    if kafka is None:
+        return [
+            "ingest", "--landing", str(landing),
+            "--max-files-per-batch", str(FILES_PER_INGESTION_BATCH),
+        ]  # fmt: skip
+    return [
+        "ingest", "--kafka", "--bootstrap-servers", kafka.bootstrap_servers,
+        "--topic-prefix", kafka.topic_prefix,
+        *(f"--kafka-option={name}={value}" for name, value in kafka.options.items()),
+        "--max-files-per-batch", str(RECORDS_PER_INGESTION_BATCH),
+    ]  # fmt: skip
+
+
+def landed_records(landing: Path, kafka: bool = False) -> Counter:
+    """Every record landed, as many times as it landed: (topic, line) of each line of each
+    file; from Kafka, where each landed batch was also produced, (topic, partition, offset,
+    value) of the record each line was produced as (at its log offset)."""
     from kappa_shop.log_format import TOPICS
+    from kappa_shop.produce import as_record
 
     found: Counter = Counter()
     for topic in TOPICS:
         for path in sorted((landing / "topics" / topic.name).rglob("*.jsonl")):
+            _, partition, first_offset = path.stem.split("+")
             with path.open(encoding="utf-8", newline="\n") as handle:
-                found.update((topic.name, line[:-1]) for line in handle)
+                for index, line in enumerate(handle):
+                    if not kafka:
+                        found[(topic.name, line[:-1])] += 1
+                        continue
+                    value = as_record(topic.name, int(partition), line[:-1]).value
+                    offset = int(first_offset) + index
+                    found[(topic.name, int(partition), offset, value.decode("utf-8"))] += 1
     return found
 
 
-def raw_records(warehouse: Any, raw_schema: str) -> Counter:
-    """(topic, raw_record) of every row of the raw tables."""
+def raw_records(warehouse: Any, raw_schema: str, kafka: bool = False) -> Counter:
+    """Every row of the raw tables: (topic, raw_record); from Kafka, (topic, partition,
+    offset, value) of the broker's record it holds."""
     from kappa_shop.log_format import TOPICS
 
     found: Counter = Counter()
     for topic in TOPICS:
-        rows = warehouse.sql(f"select raw_record from {raw_schema}.{topic.raw_table}")
-        found.update((topic.name, row["raw_record"]) for row in rows)
+        if not kafka:
+            rows = warehouse.sql(f"select raw_record from {raw_schema}.{topic.raw_table}")
+            found.update((topic.name, row["raw_record"]) for row in rows)
+            continue
+        rows = warehouse.sql(
+            "select cast(get_json_object(raw_record, '$.partition') as int) as partition, "
+            "cast(get_json_object(raw_record, '$.offset') as bigint) as offset, "
+            "get_json_object(raw_record, '$.value') as value "
+            f"from {raw_schema}.{topic.raw_table}"
+        )
+        found.update((topic.name, row["partition"], row["offset"], row["value"]) for row in rows)
     return found
 
 
@@ -640,26 +708,46 @@ def _cli(*arguments: str) -> None:
 def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
     from kappa_shop.dbt import DbtProject
     from kappa_shop.environment import find_project_root, prepare_process_environment
-    from kappa_shop.landing import deliver
 
     root = find_project_root(None)
     prepare_process_environment(root)
     project = DbtProject(root=root, target=os.environ.get("KAPPA_SHOP_TARGET"))
     work_dir = arguments.work_dir
     landing = work_dir / "landing"
-    ingest = [
-        "ingest", "--landing", str(landing),
-        "--max-files-per-batch", str(FILES_PER_INGESTION_BATCH),
-    ]  # fmt: skip
+    kafka = None
+    if arguments.kafka:
+        from kappa_shop.ingest import KafkaSource
+        from kappa_shop.produce import connector_jars
+
+        kafka = KafkaSource(**json.loads(arguments.kafka))
+        project.spark(extra_jars=connector_jars(progress=lambda message: None))
+    warehouse = project.warehouse()  # (Spark started first: the times below are the work's)
+    ingest = ingest_arguments(landing, kafka)
+
+    def deliver(batch: int) -> None:
+        """The batch lands in the landing zone; from Kafka, it is also produced to the topics
+        (the landing zone then only records what was produced, for the count)."""
+        from kappa_shop.landing import deliver as land
+
+        land(work_dir / "log", landing, [batch])
+        if kafka is not None:
+            from kappa_shop.produce import produce
+
+            produce(
+                project.spark(), work_dir / "log", [batch], kafka.bootstrap_servers,
+                progress=lambda message: None, topic_prefix=kafka.topic_prefix,
+                options=kafka.options,
+            )  # fmt: skip
+
     result: dict[str, Any] = {"problems": [], "seconds": {}}
     if arguments.action == "setup":
         _start_clean(project, landing)
-        deliver(work_dir / "log", landing, [1])
+        deliver(1)
         started = time.monotonic()
         _cli(*ingest)
         result["seconds"]["ingest"] = time.monotonic() - started
         _cli("build", "--log", "ingested", "--no-docs", "--no-tests")
-        deliver(work_dir / "log", landing, [2])
+        deliver(2)
         if arguments.ingest == "True":
             _cli(*ingest)
         result["detail"] = (
@@ -679,9 +767,9 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
     _cli("build", "--log", "ingested", "--no-docs")
     result["seconds"]["build"] = time.monotonic() - started
     done.append("build with tests passed")
-    warehouse = project.warehouse()
+    from_kafka = kafka is not None
     result["raw"], problems = compare_counts(
-        landed_records(landing), raw_records(warehouse, project.raw_schema)
+        landed_records(landing, from_kafka), raw_records(warehouse, project.raw_schema, from_kafka)
     )
     result["problems"] += problems
     result["compared"] = "-"
@@ -689,7 +777,9 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
         from kappa_shop.serving import Reprocess, drop_old_versions
 
         started = time.monotonic()
-        report = Reprocess(project).run(switch=False)
+        # (its tests left out: the served version's passed in the recovery, and the
+        # comparison finds the two equal)
+        report = Reprocess(project).run(switch=False, tests=False)
         result["seconds"]["reprocess"] = time.monotonic() - started
         differ = [change.name for change in report.changes if not change.equal]
         result["compared"] = f"{len(report.changes) - len(differ)} of {len(report.changes)} equal"
@@ -700,9 +790,17 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
         drop_old_versions(project, keep=1, progress=lambda message: None)
     result["recovery"] = ", ".join(done)
     if arguments.next_batch > 0:
-        deliver(work_dir / "log", landing, [arguments.next_batch])
+        deliver(arguments.next_batch)
         if arguments.ingest == "True":
+            started = time.monotonic()
             _cli(*ingest)
+            result["seconds"]["ingest"] = time.monotonic() - started
+    elif kafka is not None and not result["problems"]:
+        # the campaign's last run, found sound: its own topics go (the raw tables keep every
+        # record with its topic, partition and offset); kept to look into otherwise
+        from kappa_shop.produce import delete_topics
+
+        delete_topics(project.spark(), kafka.bootstrap_servers, kafka.topic_names(), kafka.options)
     return result
 
 
@@ -731,6 +829,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", default="False")
     parser.add_argument("--next-batch", type=int, default=0)
     parser.add_argument("--ingest", default="False")
+    parser.add_argument("--kafka", default="", help="the KafkaSource, as JSON")
     arguments = parser.parse_args(argv)
     try:
         result = _worker(arguments)

@@ -406,6 +406,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the campaign's schema (and <schema>_raw, <schema>__v<N>): dropped at its start",
     )
     chaos.add_argument(
+        "--kafka",
+        action="store_true",
+        help="produce the log to Kafka topics of the campaign's own (<schema>_<time>.<stream>) "
+        "and ingest from them, instead of landing files (see --bootstrap-servers)",
+    )
+    _add_kafka_settings(chaos)
+    chaos.add_argument(
         "--work-dir",
         type=Path,
         default=None,
@@ -653,6 +660,8 @@ def _run(arguments: argparse.Namespace) -> int:
             jars = connector_jars()
         spark = project.spark(extra_jars=jars)
         warehouse = project.warehouse()
+        shown = "the topics" if arguments.kafka else arguments.landing
+        print(f"Ingesting what is new in {shown} into {project.raw_schema}", flush=True)
         report = ingest(
             spark,
             source,
@@ -739,6 +748,17 @@ def _chaos(arguments: argparse.Namespace, project: Any) -> int:
         target=arguments.target,
     )
     config.validate()
+    if arguments.kafka:
+        import time
+        from dataclasses import replace
+
+        # topics of the campaign's own: empty at its start, whatever ran before
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+        source = _kafka_source(arguments)
+        config = replace(
+            config,
+            kafka=replace(source, topic_prefix=f"{source.topic_prefix}{arguments.schema}_{stamp}."),
+        )
     work_dir = (arguments.work_dir or project.root / "data" / "chaos").resolve()
     if work_dir.exists():
         import shutil

@@ -667,14 +667,18 @@ class Reprocess:
         except Exception as recording:  # (the reprocess's own error goes on)
             error.add_note(f"version {self.version} not recorded as failed: {recording}")
 
-    def run(self, switch: bool = True) -> ReprocessReport:
-        """Every step in order (without the switch: up to the comparison). A step that fails
+    def run(self, switch: bool = True, tests: bool = True) -> ReprocessReport:
+        """Every step in order (without the switch: up to the comparison; without `tests`, a
+        comparison only, the new version's tests left out: it cannot switch). A step that fails
         records the new version as failed, with the reason, and stops the reprocess."""
+        if switch and not tests:
+            raise KappaShopError("reprocess: a version is switched to only after its tests pass")
         self.start()
         try:
             self.build()
             self.catch_up()
-            self.test()
+            if tests:
+                self.test()
             report = self.report()
             if not switch:
                 _record(

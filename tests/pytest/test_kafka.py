@@ -4,7 +4,9 @@ Central's jars, in a copy of the project on ports of its own: it answers Kafka's
 and jars that cannot be fetched each stop `up` with one line. On it: a generated log produced
 (`kappa-shop produce`, to topics under a prefix) and read back; ingested (`kappa-shop ingest
 --kafka`) with a SIGKILL inside a batch and run again, each record in its raw table once; its
-deliveries staged as an independent classification of the same log says; the proof
+deliveries staged as an independent classification of the same log says; hostile values (a
+byte-order mark, NUL, NaN, a key twice, deep nesting, a cut-off or empty value, a tombstone,
+...) each accepted or quarantined with its reason; the proof
 (`kappa-shop verify --kafka`) from topics of its own; a missing topic, offsets the broker no
 longer has and no broker at all, one line each.
 
@@ -291,15 +293,79 @@ System.out.println("sent " + value.length + " bytes");
 """
 
 
+def _event(number: int, extra: str = "") -> bytes:
+    """A valid page view as its producer writes a record's value (event id h-<number>), `extra`
+    added to its payload as JSON text."""
+    return (
+        f'{{"event_id":"h-{number}","event_type":"page_view","event_time":"2024-03-01T10:00:00Z",'
+        f'"schema_version":1,"payload":{{"user_id":"u-1","page_path":"/"{extra}}}}}'
+    ).encode()
+
+
+# hostile values, a record each to web_events partition 0 (key u-hostile), in this order: the
+# value's bytes (None: a tombstone, a record without a value) and the expected invalid_reason
+# (None: accepted). As test_quarantine's HOSTILE for landed files, where a Kafka record can
+# carry it: a record has no lines to end or cut, and one over a megabyte (max.message.bytes)
+# never reaches the log (the producer refuses it), so the oversize record here is one over the
+# staging limit (var max_record_bytes).
+HOSTILE_VALUES = {
+    "bom": (b"\xef\xbb\xbf" + _event(0), None),
+    "crlf": (_event(1) + b"\r\n", None),
+    "nul": (_event(2, ', "note": "a\x00b"'), "not_json"),
+    "nan": (_event(3, ', "score": NaN'), "not_json"),
+    "infinity": (_event(4, ', "score": -Infinity'), "not_json"),
+    "duplicate_key": (_event(5, ', "user_id": "u-2"'), "not_json"),
+    "deep": (_event(6, ', "tree": ' + "[" * 5_000 + "]" * 5_000), "not_json"),
+    "big_number": (_event(7, ', "huge": 123456789012345678901234567890123456789012'), None),
+    "oversize": (_event(8, ', "pad": "' + "x" * 20_000 + '"'), "oversize_record"),
+    "cut": (_event(9)[:70], "not_json"),
+    "empty": (b"", "not_json"),
+    "tombstone": (None, "not_json"),
+}  # fmt: skip
+# (jshell reads a statement a line: the loop is one line, written here in parts)
+SEND_HOSTILE = "\n".join([
+    "import org.apache.kafka.clients.producer.*;",
+    "var settings = new java.util.Properties();",
+    'settings.put("bootstrap.servers", System.getenv("KAFKA_SERVERS"));',
+    'settings.put("key.serializer", "org.apache.kafka.common.serialization.StringSerializer");',
+    'settings.put("value.serializer", '
+    '"org.apache.kafka.common.serialization.ByteArraySerializer");',
+    "var producer = new KafkaProducer<String, byte[]>(settings);",
+    'var directory = java.nio.file.Path.of(System.getenv("HOSTILE_DIR"));',
+    "var files = java.nio.file.Files.list(directory).sorted().toList();",
+    "for (var file : files) { var name = file.getFileName().toString(); "
+    'byte[] value = name.endsWith(".none") ? null : java.nio.file.Files.readAllBytes(file); '
+    'var sent = producer.send(new ProducerRecord<>("shop.web_events", 0, "u-hostile", value))'
+    '.get(); System.out.println("sent " + name + " at offset " + sent.offset()); }',
+    "producer.close();",
+    "/exit",
+    "",
+])  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def ingested_from_kafka(broker, produced, tmp_path_factory):
-    """The produced log and one record whose value is not UTF-8 (NOT_UTF8) ingested from Kafka
-    in batches of 200 records, the run killed with SIGKILL inside its third batch (after a raw
-    table, before the receipt), then run again; and the deliveries models and their outcomes
-    built on the raw tables. Returns the two runs' output."""
+    """The produced log, one record whose value is not UTF-8 (NOT_UTF8) and the hostile values
+    (HOSTILE_VALUES) ingested from Kafka in batches of 200 records, the run killed with SIGKILL
+    inside its third batch (after a raw table, before the receipt), then run again; and the
+    deliveries models and their outcomes built on the raw tables. Returns the two runs' output
+    and the offset of each hostile value."""
     root, port = broker
     sent = _jshell(port, tmp_path_factory.mktemp("not-utf8") / "send.jsh", SEND_NOT_UTF8)
     assert "sent " in sent.stdout, sent.stdout + sent.stderr[-3000:]
+    hostile_dir = tmp_path_factory.mktemp("hostile")
+    for number, (name, (value, _)) in enumerate(HOSTILE_VALUES.items()):
+        (hostile_dir / f"{number:02d}-{name}.{'none' if value is None else 'bin'}").write_bytes(
+            value or b""
+        )
+    sent = _jshell(
+        port, hostile_dir.parent / "send-hostile.jsh", SEND_HOSTILE, HOSTILE_DIR=str(hostile_dir)
+    )
+    offsets = {
+        name: int(offset)
+        for name, offset in re.findall(r"sent \d+-(\w+)\.\w+ at offset (\d+)", sent.stdout)
+    }
+    assert sorted(offsets) == sorted(HOSTILE_VALUES), sent.stdout + sent.stderr[-3000:]
     raw_dir = root / "spark-warehouse" / f"{KAFKA_SCHEMA}_raw.db"
     seen = kill_inside_batch(
         _ingest_produced(root, "--max-files-per-batch", "200", "--pause-between-writes", "1"),
@@ -322,7 +388,7 @@ def ingested_from_kafka(broker, produced, tmp_path_factory):
         KAPPA_SHOP_SCHEMA=KAFKA_SCHEMA,
     )  # fmt: skip
     assert staged.returncode == 0, staged.stdout[-4000:]
-    return seen, again.stdout
+    return seen, again.stdout, offsets
 
 
 def test_ingesting_from_kafka_killed_inside_a_batch_then_again_holds_each_record_once(
@@ -330,10 +396,11 @@ def test_ingesting_from_kafka_killed_inside_a_batch_then_again_holds_each_record
 ):
     root, _ = broker
     log, _, _ = produced
-    _, again = ingested_from_kafka
+    _, again, _ = ingested_from_kafka
     assert "ingestion batch 3:" in again  # the interrupted batch, replayed
     produced_per_topic = Counter(line.topic for line in landed_lines(log))
     produced_per_topic[NOT_UTF8["topic"]] += 1
+    produced_per_topic["web_events"] += len(HOSTILE_VALUES)
     raw_dir = root / "spark-warehouse" / f"{KAFKA_SCHEMA}_raw.db"
     for topic in TOPICS:
         rows = spark.read.parquet(str(raw_dir / topic.raw_table))
@@ -372,6 +439,8 @@ def test_records_from_kafka_are_staged_as_their_landed_lines_are(
             reason = kind if kind not in ("valid", "duplicate") else "none"
             expected[(topic, outcome, reason)] += count
     expected[(NOT_UTF8["topic"], "malformed", "invalid_utf8")] += 1  # the record of Latin-1
+    for _, reason in HOSTILE_VALUES.values():
+        expected[("web_events", "malformed" if reason else "accepted", reason or "none")] += 1
     outcomes = spark.read.parquet(
         str(root / "spark-warehouse" / f"{KAFKA_SCHEMA}.db" / "stg_log__delivery_outcomes")
     )
@@ -379,7 +448,7 @@ def test_records_from_kafka_are_staged_as_their_landed_lines_are(
     for row in outcomes.collect():
         reported[(row["topic"], row["outcome"], row["quarantine_reason"])] += row["deliveries"]
     assert +reported == +expected
-    assert sum(reported.values()) == len(lines) + 1
+    assert sum(reported.values()) == len(lines) + 1 + len(HOSTILE_VALUES)
 
     landed_at = {}
     before: Counter = Counter()
@@ -397,6 +466,24 @@ def test_records_from_kafka_are_staged_as_their_landed_lines_are(
         text = landed_at[("order_events", row["log_partition"], row["log_offset"])]
         if row["event_id"] is not None:
             assert json.loads(text)["event_id"] == row["event_id"]
+
+
+def test_hostile_values_from_kafka_are_quarantined_with_a_reason_or_accepted(
+    broker, ingested_from_kafka, spark
+):
+    # each hostile value is one staged row at the offset the broker gave it: accepted (its event
+    # id), or quarantined with its reason; nothing dropped, nothing crashed
+    root, _ = broker
+    _, _, offsets = ingested_from_kafka
+    staged = spark.read.parquet(
+        str(root / "spark-warehouse" / f"{KAFKA_SCHEMA}.db" / "stg_web__event_deliveries")
+    ).where("log_partition = 0 and partition_key = 'u-hostile'")
+    rows = {row["log_offset"]: row for row in staged.collect()}
+    for number, (name, (_, reason)) in enumerate(HOSTILE_VALUES.items()):
+        row = rows[offsets[name]]
+        assert row["invalid_reason"] == reason, (name, row["invalid_reason"])
+        assert row["event_id"] == (None if reason else f"h-{number}"), name
+    assert len(rows) == len(HOSTILE_VALUES)
 
 
 # more records to shop.web_events partition 0, then every record of it deleted up to its end, as
@@ -424,13 +511,14 @@ System.out.println("deleted shop.web_events-0 up to offset " + end);
 """
 
 
-def _jshell(port: int, script: Path, text: str) -> subprocess.CompletedProcess:
-    """`text` run in the JDK's jshell with the broker's jars (Kafka's clients)."""
+def _jshell(port: int, script: Path, text: str, **environment: str) -> subprocess.CompletedProcess:
+    """`text` run in the JDK's jshell with the broker's jars (Kafka's clients), `environment`
+    added to its environment."""
     script.write_text(text)
     classpath = ":".join(str(jar) for jar in sorted(jar_directory().glob("*.jar")))
     return subprocess.run(
         ["jshell", "--class-path", classpath, str(script)],
-        env={**os.environ, "KAFKA_SERVERS": f"127.0.0.1:{port}"},
+        env={**os.environ, "KAFKA_SERVERS": f"127.0.0.1:{port}", **environment},
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
 

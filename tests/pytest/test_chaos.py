@@ -1,0 +1,175 @@
+"""`kappa-shop chaos`: a short campaign (two runs) in a project copy of its own, and its parts
+that need no Spark (where a kill landed, the exactly-once count, the refusals).
+
+The campaign's seed (14) draws an ingestion kill and a kill inside a build's on-run-end hook
+(the batch ledger's commit and compaction): the two steps no other test kills at a moment it
+did not choose. Builds killed at chosen points: test_faults; a reprocess killed: test_reprocess_
+killed; the 50-run campaign by hand: docs/guarantees.md, Chaos."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import copy_project, kappa_shop_in
+
+from kappa_shop.chaos import (
+    AFTER_THE_HOOK,
+    IN_THE_HOOK,
+    compare_counts,
+    statements_in_flight,
+    where_it_landed,
+)
+from kappa_shop.log_format import TOPICS
+
+# Spark starts in the subprocesses (not through a fixture of conftest's SPARK_FIXTURES)
+pytestmark = pytest.mark.spark
+
+SCHEMA = "chaos"
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("chaos")
+    root = copy_project(work / "kappa_shop")
+    work_dir = work / "campaign"
+    started = time.monotonic()
+    result = kappa_shop_in(
+        root, "chaos", "--runs", "2", "--seed", "14", "--events", "2000", "--check-every", "2",
+        "--work-dir", str(work_dir), timeout=1500,
+    )  # fmt: skip
+    # (shown with pytest -s: where the module's minutes go)
+    print(result.stdout)
+    print(f"kappa-shop chaos --runs 2: {time.monotonic() - started:.1f} s")
+    return {
+        "root": root,
+        "work_dir": work_dir,
+        "result": result,
+        "report": json.loads((work_dir / "chaos.json").read_text()),
+    }
+
+
+def test_the_campaign_finds_nothing_lost_doubled_or_different(campaign):
+    result, report = campaign["result"], campaign["report"]
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    runs = report["runs"]
+    assert [run["step"] for run in runs] == ["ingest", "compaction"]
+    for run in runs:
+        assert run["problems"] == []
+        assert run["raw"] == "exactly once"
+        assert "build with tests passed" in run["recovery"]
+        assert run["killed"] or run["landed"].startswith("finished before the kill (exit 0")
+    assert runs[0]["recovery"].startswith("ingest again")
+    # after the last run, every serving name equals its rebuild from the log
+    equal = re.fullmatch(r"(\d+) of (\d+) equal", runs[-1]["compared"])
+    assert equal and equal[1] == equal[2] and int(equal[1]) > 30, runs[-1]["compared"]
+    assert runs[0]["compared"] == "-"
+    assert "Nothing lost, doubled or different." in result.stdout
+    # the table: a row per run
+    assert re.search(r"^\s+1  ingest ", result.stdout, re.MULTILINE)
+    assert re.search(r"^\s+2  compaction ", result.stdout, re.MULTILINE)
+
+
+def test_the_kills_landed_inside_their_steps(campaign):
+    runs = campaign["report"]["runs"]
+    killed = [run for run in runs if run["killed"]]
+    assert killed, "neither step was killed: both finished before their moment"
+    for run in killed:
+        if run["step"] == "ingest":
+            assert re.fullmatch(
+                r"after ingestion batch \d+ \(\d+ written\)|before its first ingestion batch "
+                r"was written",
+                run["landed"],
+            ), run["landed"]
+        else:  # killed within ~3 s after the build's last node: in its on-run-end hook, or
+            # (a fast machine) just after the hook's SQL ran
+            assert run["landed"] in (IN_THE_HOOK, AFTER_THE_HOOK), run["landed"]
+    # each killed command's output is kept beside the table
+    logs = sorted(path.name for path in (campaign["work_dir"] / "runs").iterdir())
+    assert logs == ["run-001-ingest.log", "run-002-compaction.log"]
+
+
+def test_the_raw_tables_hold_every_landed_line_once_read_from_their_files(campaign, spark):
+    # independent of the campaign's own check: the copy's raw parquet files against the
+    # landing zone's lines
+    root, landing = campaign["root"], campaign["work_dir"] / "landing"
+    expected: Counter = Counter()
+    for topic in TOPICS:
+        for path in (landing / "topics" / topic.name).rglob("*.jsonl"):
+            with path.open(encoding="utf-8", newline="\n") as handle:
+                expected.update((topic.name, line[:-1]) for line in handle)
+    raw_dir = root / "spark-warehouse" / f"{SCHEMA}_raw.db"
+    found: Counter = Counter()
+    for topic in TOPICS:
+        frame = spark.read.parquet(str(raw_dir / topic.raw_table))
+        found.update((topic.name, row["raw_record"]) for row in frame.collect())
+    assert sum(expected.values()) > 1000
+    assert found == expected
+
+
+def test_a_loss_or_a_duplicate_is_reported():
+    landed = Counter({("order_events", "a"): 1, ("order_events", "b"): 1})
+    assert compare_counts(landed, Counter(landed)) == ("exactly once", [])
+    lost = Counter({("order_events", "a"): 1})
+    assert compare_counts(landed, lost) == (
+        "1 lost, 0 doubled",
+        ["1 landed record(s) missing from the raw tables"],
+    )
+    doubled = landed + Counter({("order_events", "b"): 2})
+    assert compare_counts(landed, doubled) == (
+        "0 lost, 2 doubled",
+        ["2 record(s) in the raw tables too often"],
+    )
+
+
+DBT_LOG = """\
+\x1b[0m01:11:41.256892 [debug] [Thread-1 (]: On model.kappa_shop.orders_daily: /* {"app": "dbt"} */
+insert overwrite table chaos__v1.orders_daily partition (order_date)
+\x1b[0m01:11:41.300000 [debug] [Thread-2 (]: On model.kappa_shop.users_current: /* {"app": "dbt"} */
+
+  merge into chaos__v1.users_current as target
+\x1b[0m01:11:42.215582 [debug] [Thread-2 (]: SQL status: OK in 0.9 seconds
+"""
+
+
+def test_the_statement_in_flight_is_read_from_dbts_debug_log():
+    # thread 1's insert has no status after it; thread 2's merge has
+    assert statements_in_flight(DBT_LOG) == [("orders_daily", "insert overwrite")]
+    output = (
+        "\x1b[0m01:21:20  1 of 41 START sql exact_incremental model chaos__v1.orders_daily  [RUN]\n"
+        "\x1b[0m01:21:20  2 of 41 START sql exact_incremental model chaos__v1.users_current [RUN]\n"
+    )
+    assert where_it_landed("build", output, DBT_LOG) == (
+        "users_current",
+        "insert overwrite (orders_daily)",
+    )
+    hooks = "\x1b[0m01:21:17  3 of 3 OK hook: kappa_shop.on-run-start.2 ..... [OK in 2.38s]\n"
+    assert where_it_landed("compaction", hooks + output + "41 of 41 NO-OP exposure x\n", "")[0] == (
+        "the on-run-end hook (ledger commit and compaction)"
+    )
+    started = "\x1b[0m01:21:17  2 of 3 START hook: kappa_shop.on-run-start.1 ..... [RUN]\n"
+    assert where_it_landed("build", started, "") == ("the on-run-start hook", "between statements")
+    assert where_it_landed("ingest", "  ingestion batch 7: 4 files, 120 records into x\n", "")[
+        0
+    ] == ("after ingestion batch 7 (1 written)")
+
+
+def test_chaos_refuses_the_projects_own_schema_in_one_line(tmp_path: Path):
+    # (before anything starts: the schema it would drop at its start)
+    result = kappa_shop_in(Path.cwd(), "chaos", "--schema", "kappa_shop", timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "kappa-shop: error: chaos drops its schema (kappa_shop) at its start: give it one of "
+        "its own with --schema, not the project's (kappa_shop)"
+    ]
+    result = kappa_shop_in(Path.cwd(), "chaos", "--steps", "ingest,lunch", timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "kappa-shop: error: unknown step(s) lunch: choose among ingest, build, full-refresh, "
+        "reprocess, compaction"
+    ]
