@@ -4,6 +4,8 @@ delivered alone among them), and each failure path stops the run with its one li
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from contract_harness import (  # noqa: F401 (package_copy: a fixture)
     SCHEDULES,
@@ -14,6 +16,7 @@ from contract_harness import (  # noqa: F401 (package_copy: a fixture)
     check_recomputed_report,
     check_run_lock,
     check_schedule,
+    check_unlisted_partition_files,
     package_copy,
 )
 
@@ -41,6 +44,12 @@ def test_a_second_run_while_the_lock_is_held_changes_nothing(package_copy: Proje
 
 def test_a_run_that_fails_before_a_write_is_redone_by_the_next(package_copy: Project) -> None:
     check_failed_write(package_copy)
+
+
+def test_files_a_kill_left_unlisted_in_a_recomputed_day_are_replaced(
+    package_copy: Project, tmp_path: Path
+) -> None:
+    check_unlisted_partition_files(package_copy, tmp_path)
 
 
 def test_a_run_reports_what_it_recomputed(package_copy: Project) -> None:

@@ -7,8 +7,8 @@
         - Delta: one `insert into ... replace where <partition> in (...)`, a single atomic
           commit: readers see the table before or after, never in between, and a crash leaves
           the table as it was.
-        - Parquet: the partitions are dropped, then the rows are appended (`insert into`,
-          dynamic partitions). Why not overwrite: an overwrite leaves a partition alone when it
+        - Parquet: the partitions are registered (if a killed run left their files unlisted) and
+          dropped, then the rows are appended (`insert into`, dynamic partitions). Why not overwrite: an overwrite leaves a partition alone when it
           gets no rows, so the rows would have to be computed (and cached) first to find the
           empty ones. A crash between the drop and the insert (fault point `after_drop`) leaves
           those partitions missing until the next run, which repairs it: the ledger is not
@@ -34,6 +34,16 @@
             {{ partition_rows }}
         {%- endcall -%}
     {%- else -%}
+        {#- a partition's directory can hold files the metastore does not list: a run killed
+            after its insert moved them in and before it registered the partition. Added
+            first (its directory as it is), the drop then deletes them with the rest; without
+            it the drop would leave them, and the insert below would add the rows again. -#}
+        {%- call statement('register_recomputed_partitions') -%}
+            alter table {{ this }} add if not exists
+            {% for value in partitions -%}
+                partition ({{ partition_column }} = {{ kappa._partition_literal(model, value) }}){{ " " if not loop.last }}
+            {%- endfor %}
+        {%- endcall -%}
         {%- call statement('drop_recomputed_partitions') -%}
             alter table {{ this }} drop if exists
             {% for value in partitions -%}
