@@ -430,7 +430,7 @@ class Campaign:
 
     def _command(self, step: str) -> list[str]:
         if step == "ingest":
-            return self._kappa_shop(*self._ingest_arguments())
+            return self._kappa_shop(*ingest_arguments(self.landing, self.config.kafka))
         if step == "reprocess":
             return self._kappa_shop("reprocess")
         build = ["build", "--log", "ingested", "--no-docs"]
@@ -439,9 +439,6 @@ class Campaign:
         if step == "compaction":  # (the hook comes sooner: it runs after the tests)
             build.append("--no-tests")
         return self._kappa_shop(*build)
-
-    def _ingest_arguments(self) -> list[str]:
-        return ingest_arguments(self.landing, self.config.kafka)
 
     def _worker(self, *arguments: str) -> dict[str, Any]:
         """One worker process (this module's `worker`): its result, or the reason it failed."""
