@@ -377,7 +377,8 @@ def _fail_at(project: Project, schema: str, log_schema: str, fault_point: str) -
 
 
 def check_recomputed_report(project: Project) -> None:
-    """A run ends with a line per model that recomputed days or key buckets, saying which."""
+    """A run ends with a line per model that recomputed days or key buckets, saying which and
+    how many rows it wrote there."""
     schema = f"{project.prefix}_report"
     log_schema = f"{schema}_log"
     reset(schema, log_schema)
@@ -385,17 +386,26 @@ def check_recomputed_report(project: Project) -> None:
     project.run(schema, log_schema)  # a first build: rebuilt, nothing reported
     assert project.report() == []
     # e11 (u3, 23:40 on 1 March): its own day; for the rolling hour also the next day, whose
-    # first hour it lies in; u3's key bucket (2 of 4)
+    # first hour it lies in; u3's key bucket (2 of 4). Rows written: daily_totals one per day;
+    # rolling_hour one per event of the two days (1 March: e01-e05 and e11, 2 March: e06-e09);
+    # user_state and user_tiers one per user of bucket 2 with state (u8 closed; users u1-u5),
+    # counted from the log's user ids by Spark's hash, not from the models' tables
+    in_bucket = "select count(*) from values ('u1'), ('u2'), ('u3'), ('u4'), ('u5') as users(u)"
+    users_in_bucket = spark().sql(in_bucket + " where pmod(xxhash64(u), 4) = 2").first()[0]
+    assert users_in_bucket >= 1  # u3 at least: the bucket the run recomputes
     project.deliver([4], log_schema)
     project.run(schema, log_schema)
     report = project.report()
-    for model, recomputed in (
-        ("daily_totals", "1 day(s), 2024-03-01..2024-03-01"),
-        ("rolling_hour", "2 day(s), 2024-03-01..2024-03-02"),
-        ("user_state", "1 of 4 key bucket(s)"),
-        ("user_tiers", "1 of 4 key bucket(s)"),
+    for model, recomputed, rows in (
+        ("daily_totals", "1 day(s), 2024-03-01..2024-03-01", 1),
+        ("rolling_hour", "2 day(s), 2024-03-01..2024-03-02", 10),
+        ("user_state", "1 of 4 key bucket(s)", users_in_bucket),
+        ("user_tiers", "1 of 4 key bucket(s)", users_in_bucket),
     ):
-        expected = f"kappa: {schema}.{model}: ingestion batches 2..2 recomputed {recomputed}"
+        expected = (
+            f"kappa: {schema}.{model}: ingestion batches 2..2 recomputed {recomputed}:"
+            f" {rows:,} row(s) written"
+        )
         assert expected in report, f"{expected!r} not in {report}"
     project.run(schema, log_schema)  # nothing new: nothing recomputed, nothing reported
     assert project.report() == []

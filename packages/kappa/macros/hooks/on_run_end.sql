@@ -3,7 +3,8 @@
         (`on-run-end: ["{{ kappa.on_run_end() }}"]` in dbt_project.yml): the incremental ranges
         of the run's models are committed to the ledger in one write, a model's older ledger
         rows are merged when it has many, then the run lock is released; last, a line per model
-        that recomputed days or key buckets says which (_report_recomputed). Renders no SQL. -#}
+        that recomputed days or key buckets says which, and the rows it wrote
+        (_report_recomputed). Renders no SQL. -#}
     {%- if execute -%}
         {%- do kappa._commit_consumed_batches() -%}
         {%- do kappa._compact_batch_ledger() -%}
@@ -14,12 +15,31 @@
 
 {% macro _report_recomputed() %}
     {#- At the end of a run, after its ranges are committed: one line per model that recomputed
-        days or key buckets, saying which (from the incremental runs of this invocation; a
-        full refresh rebuilds everything and says so in dbt's own log). What a run costs
-        follows what it recomputes, so this is where a user sees why a run took long. -#}
+        days or key buckets, saying which and how many rows those partitions now hold (from
+        the incremental runs of this invocation; a full refresh rebuilds everything and says
+        so in dbt's own log). What a run costs follows what it recomputes, so this is where a
+        user sees why a run took long. The rows are counted in one statement for the whole run
+        (Parquet's and Delta's counts come from file metadata, not from reading the rows),
+        after the lock is released: a failing count cannot keep the lock. -#}
     {%- set recomputed = kappa._run_state()['recomputed'] -%}
-    {%- for line in recomputed | sort -%}
-        {{ log("kappa: " ~ line, info=true) }}
-    {%- endfor -%}
+    {%- if recomputed | length > 0 -%}
+        {%- set counts -%}
+            {%- for entry in recomputed %}
+            select {{ loop.index0 }} as entry, written from ({{ entry['rows'] }}) as counted
+            {%- if not loop.last %} union all{% endif %}
+            {%- endfor %}
+        {%- endset -%}
+        {%- set written = {} -%}
+        {%- for row in run_query(counts) -%}
+            {%- do written.update({row[0] | int: row[1] | int}) -%}
+        {%- endfor -%}
+        {%- set lines = [] -%}
+        {%- for entry in recomputed -%}
+            {%- do lines.append(entry['line'] ~ ": " ~ '{:,}'.format(written[loop.index0]) ~ " row(s) written") -%}
+        {%- endfor -%}
+        {%- for line in lines | sort -%}
+            {{ log("kappa: " ~ line, info=true) }}
+        {%- endfor -%}
+    {%- endif -%}
     {%- do recomputed.clear() -%}
 {% endmacro %}

@@ -139,12 +139,16 @@
             select 'ingestion batches {{ first_batch_id }}..{{ last_batch_id }} touch none of its partitions' as status
         {%- endcall -%}
     {%- else -%}
-        {%- do kappa._write_partitions(existing_relation, partitions, table_columns) -%}
+        {%- set written = kappa._write_partitions(existing_relation, partitions, table_columns) -%}
         {%- set recomputed = model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id ~ " recomputed "
             ~ (partitions | length ~ " day(s), " ~ partitions[0] ~ ".." ~ partitions[-1] if mode == 'days'
                else partitions | length ~ " of " ~ var('kappa_key_buckets', 16) ~ " key bucket(s)") -%}
         {{ log(recomputed) }}
-        {%- do kappa._run_state()['recomputed'].append(this.schema ~ "." ~ recomputed) -%}
+        {#- reported at the run's end, with the rows those partitions then hold (_report_recomputed) -#}
+        {%- do kappa._run_state()['recomputed'].append({
+            'line': this.schema ~ "." ~ recomputed,
+            'rows': "select count(*) as written from " ~ this ~ " where " ~ written,
+        }) -%}
     {%- endif -%}
 
     {%- do kappa._fault_point('after_write') -%}

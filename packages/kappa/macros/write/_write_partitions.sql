@@ -13,7 +13,9 @@
           empty ones. A crash between the drop and the insert (fault point `after_drop`) leaves
           those partitions missing until the next run, which repairs it: the ledger is not
           committed, so it recomputes the same partitions (and any that newer batches reach).
-          Readers may see a partition missing or half written meanwhile (docs/guarantees.md). -#}
+          Readers may see a partition missing or half written meanwhile (docs/guarantees.md).
+
+        Returns the predicate on the partition column that selects the partitions written. -#}
     {%- set partition_column = (config.get('partition_by') if config.get('partition_by') is string
         else config.get('partition_by')[0]) -%}
     {%- set values -%}
@@ -56,4 +58,5 @@
             {{ partition_rows }}
         {%- endcall -%}
     {%- endif -%}
+    {{ return(partition_column ~ ' in (' ~ values ~ ')') }}
 {% endmacro %}
