@@ -559,11 +559,16 @@ def _interrupt(signal_number: int, frame: Any) -> None:
 
 
 def format_run(run: ChaosRun) -> str:
-    when = f"{run.kill_after:.1f} s" if run.killed else "no kill"
-    line = (
-        f"  run {run.run:>3}: {run.step:<12} killed at {when:<8} in {run.landed}; "
-        f"in flight: {run.statement}. Recovery: {run.recovery}; raw: {run.raw}"
-    )
+    if run.killed:
+        where = (
+            run.landed
+            if run.landed.startswith(("before", "after", "between"))
+            else f"in {run.landed}"
+        )
+        kill = f"killed at {run.kill_after:.1f} s {where}; in flight: {run.statement}"
+    else:
+        kill = f"not killed: {run.landed}, its kill due at {run.kill_after:.1f} s"
+    line = f"  run {run.run:>3}: {run.step:<12} {kill}. Recovery: {run.recovery}; raw: {run.raw}"
     if run.compared != "-":
         line += f"; against a rebuild from the log: {run.compared}"
     line += f" ({run.seconds:.0f} s)"
