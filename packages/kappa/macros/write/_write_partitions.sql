@@ -7,10 +7,10 @@
         - Delta: one `insert into ... replace where <partition> in (...)`, a single atomic
           commit: readers see the table before or after, never in between, and a crash leaves
           the table as it was.
-        - Parquet: the partitions are registered (if a killed run left their files unlisted) and
-          dropped, then the rows are appended (`insert into`, dynamic partitions). Why not overwrite: an overwrite leaves a partition alone when it
-          gets no rows, so the rows would have to be computed (and cached) first to find the
-          empty ones. A crash between the drop and the insert (fault point `after_drop`) leaves
+        - Parquet: the partitions are registered (if a killed run left their files unlisted)
+          and dropped, then the rows are appended (`insert into`, dynamic partitions). Why not
+          overwrite: an overwrite leaves a partition alone when it gets no rows, so the rows
+          would have to be computed (and cached) first to find the empty ones. A crash between the drop and the insert (fault point `after_drop`) leaves
           those partitions missing until the next run, which repairs it: the ledger is not
           committed, so it recomputes the same partitions (and any that newer batches reach).
           Readers may see a partition missing or half written meanwhile (docs/guarantees.md).
