@@ -1,22 +1,29 @@
-"""`kappa-shop bench` at a small scale, in a project copy of its own: every step runs and is
-measured, the log splits into a base and two 1% steps (the second with late events), and both
-baselines compute the same tables as the project (the checks the benchmark itself makes).
+"""`kappa-shop bench` at a small scale, run in this process (its warm Spark, in the suite's
+project copy; only the ingestion alone starts a JVM of its own, as it does for a user): every
+step runs and is measured, the log splits into a base and two 1% steps (the second with late
+events), and both baselines compute the same tables as the project (the checks the benchmark
+itself makes).
 
-`--successive` (incremental runs one after another in one JVM) likewise, in a project copy of
-its own on the same log.
+`--successive` (incremental runs one after another in one JVM) likewise, in a schema of its
+own on the same log.
 
 The figures at a real scale are a benchmark's business (`make bench`, docs/benchmarks.md),
 not a test's: here only that they exist and add up."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import copy_project, kappa_shop_in
 
 from kappa_shop.bench import bench_log_config, plan_batches, plan_successive
+from kappa_shop.cli import main
 from kappa_shop.errors import KappaShopError
 from kappa_shop.generator import generate
 
@@ -39,16 +46,27 @@ STEPS = [
 ]
 
 
+def _bench_in_process(work: Path, *arguments: str) -> str:
+    """`kappa-shop bench ARGUMENTS` run in this process (the suite's Spark, its project copy
+    the working directory), with dbt's log in `work`/dbt-logs (the bench's own runs, to count
+    in); what it printed. The schema it sets is put back afterwards."""
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DBT_LOG_PATH", str(work / "dbt-logs"))
+        patch.setenv("KAPPA_SHOP_SCHEMA", "unused")  # (restored: bench sets its own)
+        with contextlib.redirect_stdout(printed):
+            status = main(["bench", "--events", str(EVENTS), "--work-dir", str(work / "out"),
+                           *arguments])  # fmt: skip
+    assert status == 0, printed.getvalue()[-4000:]
+    return printed.getvalue()
+
+
 @pytest.fixture(scope="module")
-def bench(tmp_path_factory):
+def bench(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Any]:
     work = tmp_path_factory.mktemp("bench")
-    root = copy_project(work / "kappa_shop")
-    result = kappa_shop_in(
-        root, "bench", "--events", str(EVENTS), "--work-dir", str(work / "out"), timeout=1500
-    )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    stdout = _bench_in_process(work)
     report = json.loads((work / "out" / f"bench-{_events(work)}.json").read_text())
-    return work, result.stdout, report
+    return work, stdout, report
 
 
 def _events(work):
@@ -164,7 +182,7 @@ def test_each_dbt_run_reads_the_ledger_once(bench):
     """The contract's bookkeeping (run_state): a run reads its schema's batch ledger in one
     query, not several per model, and keeps it current as models commit."""
     work, _, _ = bench
-    log = (work / "kappa_shop" / "logs" / "dbt.log").read_text()
+    log = (work / "dbt-logs" / "dbt.log").read_text()
     runs = log.count("START hook: kappa_shop.on-run-start.0 ")
     assert runs == 7  # full refresh, three incremental runs, two backfills, the floor's build
     ledger = (
@@ -197,14 +215,9 @@ SUCCESSIVE_STEPS = [
 
 def test_successive_runs_are_measured_one_after_another_in_one_jvm(bench):
     work, _, report = bench
-    root = copy_project(work / "successive" / "kappa_shop")
-    result = kappa_shop_in(
-        root, "bench", "--events", str(EVENTS), "--work-dir", str(work / "out"),
-        "--successive", "2", "--schema", "kappa_shop_successive", timeout=1200,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    stdout = _bench_in_process(work, "--successive", "2", "--schema", "kappa_shop_successive")
     # the log of the standard run is reused, not generated again
-    assert f"Reusing the log in {work / 'out'}" in result.stdout
+    assert f"Reusing the log in {work / 'out'}" in stdout
     successive = json.loads((work / "out" / f"bench-successive-{_events(work)}.json").read_text())
     assert [step["name"] for step in successive["steps"]] == SUCCESSIVE_STEPS
     for step in successive["steps"][1:]:  # all in this process's JVM
@@ -225,7 +238,7 @@ def test_successive_runs_are_measured_one_after_another_in_one_jvm(bench):
     assert 0.95 * total < ingested < total
     table = (work / "out" / f"bench-successive-{_events(work)}.md").read_text()
     assert "| run 1 |" in table and "| run 2 |" in table
-    assert "| incremental run 2 |" in result.stdout
+    assert "| incremental run 2 |" in stdout
     # the standard run's results are left as they were
     assert json.loads((work / "out" / f"bench-{_events(work)}.json").read_text()) == report
 
