@@ -262,7 +262,7 @@ def spark(project_copy: Path) -> Iterator[Any]:
     `local_delta` run in it alike: Delta's catalog hands every table that is not a Delta table
     to Spark's own session catalog, and dbt applies each target's runtime settings to the
     session it finds. `local` exactly as `make run` starts it, without Delta, runs in the
-    tests' subprocesses (faults, ingestion kills, the benchmark). Without Delta's jars, the
+    tests' subprocesses (faults, ingestion kills, chaos). Without Delta's jars, the
     session is `local`'s and the Delta tests skip."""
     from kappa_shop.spark import session_for
 
