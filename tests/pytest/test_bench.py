@@ -46,17 +46,26 @@ STEPS = [
 ]
 
 
-def _bench_in_process(work: Path, *arguments: str) -> str:
+def _temporary_views(spark: Any) -> set[str]:
+    return {table.name for table in spark.catalog.listTables() if table.isTemporary}
+
+
+def _bench_in_process(spark: Any, work: Path, *arguments: str) -> str:
     """`kappa-shop bench ARGUMENTS` run in this process (the suite's Spark, its project copy
     the working directory), with dbt's log in `work`/dbt-logs (the bench's own runs, to count
-    in); what it printed. The schema it sets is put back afterwards."""
+    in); what it printed. Put back afterwards: the schema it sets, and the session without the
+    temporary view dbt-spark's incremental materialization leaves (the microbatch baseline's
+    `__dbt_tmp`, which `show tables` would list in every schema)."""
     printed = io.StringIO()
+    views_before = _temporary_views(spark)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DBT_LOG_PATH", str(work / "dbt-logs"))
         patch.setenv("KAPPA_SHOP_SCHEMA", "unused")  # (restored: bench sets its own)
         with contextlib.redirect_stdout(printed):
             status = main(["bench", "--events", str(EVENTS), "--work-dir", str(work / "out"),
                            *arguments])  # fmt: skip
+    for view in _temporary_views(spark) - views_before:
+        spark.catalog.dropTempView(view)
     assert status == 0, printed.getvalue()[-4000:]
     return printed.getvalue()
 
@@ -64,7 +73,7 @@ def _bench_in_process(work: Path, *arguments: str) -> str:
 @pytest.fixture(scope="module")
 def bench(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Any]:
     work = tmp_path_factory.mktemp("bench")
-    stdout = _bench_in_process(work)
+    stdout = _bench_in_process(spark, work)
     report = json.loads((work / "out" / f"bench-{_events(work)}.json").read_text())
     return work, stdout, report
 
@@ -213,9 +222,11 @@ SUCCESSIVE_STEPS = [
 ]
 
 
-def test_successive_runs_are_measured_one_after_another_in_one_jvm(bench):
+def test_successive_runs_are_measured_one_after_another_in_one_jvm(bench, spark):
     work, _, report = bench
-    stdout = _bench_in_process(work, "--successive", "2", "--schema", "kappa_shop_successive")
+    stdout = _bench_in_process(
+        spark, work, "--successive", "2", "--schema", "kappa_shop_successive"
+    )
     # the log of the standard run is reused, not generated again
     assert f"Reusing the log in {work / 'out'}" in stdout
     successive = json.loads((work / "out" / f"bench-successive-{_events(work)}.json").read_text())
