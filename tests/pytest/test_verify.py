@@ -116,7 +116,7 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, 
         f"insert into {schema}.kappa_consumed_batches "
         f"partition (model_name = 'orders_daily', first_batch_id = {compacted_through}) "
         f"select cast({compacted_through} as bigint), 'incremental', current_timestamp(), "
-        "array('2024-01-01')"
+        "array('2024-01-01'), cast(null as string)"
     )
     monkeypatch.setenv("KAPPA_SHOP_SCHEMA", schema)
     dbt_vars = {"raw_schema": f"verify_{seed}_raw", "kappa_ledger_compact_after": 1}

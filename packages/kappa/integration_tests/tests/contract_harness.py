@@ -54,6 +54,9 @@ class Project:
     root: Path  # the copy's integration_tests directory
     prefix: str  # what every schema of this copy starts with
     logged: list[str] = field(default_factory=list)  # the last command's info-level Jinja logs
+    # the last command's statements to Spark: (connection, SQL); a model's connection is
+    # named by its unique id (model.<project>.<name>), the hooks' `master`
+    statements: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def copy_of(cls, package: Path, destination: Path, prefix: str) -> Project:
@@ -79,6 +82,7 @@ class Project:
         os.environ["KAPPA_IT_LOG_SCHEMA"] = log_schema or f"{self.prefix}_log"
         command = [*arguments, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
         self.logged.clear()
+        self.statements.clear()
         outcome = dbtRunner(callbacks=[self._keep_logged]).invoke(command)
         if outcome.success:
             return outcome.result
@@ -91,9 +95,22 @@ class Project:
         raise DbtFailure(f"dbt {' '.join(arguments)} failed: " + " | ".join(messages))
 
     def _keep_logged(self, event: Any) -> None:
-        """A dbt event callback: keeps what the package logs at info level (log(info=true))."""
+        """A dbt event callback: keeps what the package logs at info level (log(info=true))
+        and every statement dbt sends to Spark."""
         if event.info.name == "JinjaLogInfo":
             self.logged.append(event.info.msg)
+        elif event.info.name == "SQLQuery":
+            self.statements.append((event.data.conn_name, event.data.sql))
+
+    def model_statements(self) -> dict[str, int]:
+        """How many statements the last command sent per model (models that sent none are
+        not listed)."""
+        counts: dict[str, int] = {}
+        for connection, _ in self.statements:
+            if connection.startswith("model."):
+                name = connection.split(".")[-1]
+                counts[name] = counts.get(name, 0) + 1
+        return counts
 
     def report(self) -> list[str]:
         """The lines the last command ended with for the models it recomputed (on-run-end)."""
@@ -267,17 +284,85 @@ def check_receipts(project: Project) -> None:
 
 
 def check_column_change(project: Project) -> None:
-    """A model whose columns changed stops its incremental run, naming the difference."""
+    """A model whose columns changed stops its incremental run, naming the difference: a run
+    with nothing new as well (its SQL is not the one its last write recorded, so its columns
+    are checked) as a run with new input."""
     schema = f"{project.prefix}_columns"
     log_schema = f"{schema}_log"
     reset(schema, log_schema)
     project.deliver([1], log_schema)
     project.run(schema, log_schema)
-    project.deliver([2], log_schema)
-    expect_failure(
-        lambda: project.run(schema, log_schema, "--vars", "{add_column: true}"),
-        "has other columns than its model now (new in the model: added_column (int))",
-        "dbt build --full-refresh --select stg_events+",
+    for step in ("nothing new", "new input"):
+        if step == "new input":
+            project.deliver([2], log_schema)
+        expect_failure(
+            lambda: project.run(schema, log_schema, "--vars", "{add_column: true}"),
+            "has other columns than its model now (new in the model: added_column (int))",
+            "dbt build --full-refresh --select stg_events+",
+        )
+
+
+def check_no_model_statements(project: Project, log_schema: str) -> None:
+    """The last command, a run with nothing new, sent one statement from its models: the
+    run's one read of the log's receipts (_ingested_through, in whichever model asks first)."""
+    sent = [
+        " ".join(sql.split()[-12:])
+        for connection, sql in project.statements
+        if connection.startswith("model.")
+    ]
+    assert len(sent) == 1 and sent[0].endswith(f"from {log_schema}.ingestion_batches"), (
+        "statements sent for models with nothing new: " + "; ".join(sent)
+    )
+
+
+def check_nothing_new(project: Project) -> None:
+    """A run with nothing new sends no statement per model (no column check: each model's
+    SQL is the one its last write recorded in the ledger), and says so in each model's
+    result; a ledger of an earlier version of the package, without the column of those
+    fingerprints, gets it in the next run, which then equals the full refresh."""
+    schema = f"{project.prefix}_nothing_new"
+    full = f"{schema}_full"
+    log_schema = f"{schema}_log"
+    reset(schema, full, log_schema)
+    project.deliver([1, 2, 3, 6, 7], log_schema)
+    project.run(schema, log_schema)
+    project.deliver([4], log_schema)
+    project.run(schema, log_schema)
+    assert set(project.model_statements()) == set(MODELS)
+    results = project.run(schema, log_schema).results
+    check_no_model_statements(project, log_schema)
+    messages = {
+        result.node.name: result.message
+        for result in results
+        if result.node.resource_type == "model"
+    }
+    assert messages == {model: "up to date through ingestion batch 2" for model in MODELS}
+
+    # the ledger as an earlier version of the package created it: no sql_fingerprint
+    ledger = f"{schema}.kappa_consumed_batches"
+    spark().sql(
+        f"create table {ledger}_earlier using parquet partitioned by (model_name, first_batch_id)"
+        " as select last_batch_id, refresh_mode, recorded_at, recomputed_partitions,"
+        f" model_name, first_batch_id from {ledger}"
+    )
+    spark().sql(f"drop table {ledger}")
+    spark().sql(f"alter table {ledger}_earlier rename to {ledger}")
+    recorded = rows(f"select model_name, first_batch_id, last_batch_id from {ledger}")
+    project.deliver([5], log_schema)
+    project.run(schema, log_schema)
+    assert f"Added sql_fingerprint string to the batch ledger of {schema}" in project.logged
+    assert set(project.model_statements()) == set(MODELS)  # each recorded batch 3
+    # the earlier rows kept, with a null fingerprint; each model's new row has one
+    unfingerprinted = f"select model_name, first_batch_id, last_batch_id from {ledger}"
+    assert rows(unfingerprinted + " where sql_fingerprint is null") == recorded
+    assert rows(
+        f"select model_name, first_batch_id from {ledger} where sql_fingerprint is not null"
+    ) == sorted((model, 3) for model in MODELS)
+    project.run(schema, log_schema)
+    check_no_model_statements(project, log_schema)
+    project.run(full, log_schema, "--full-refresh")
+    assert differences(schema, full) == {}, (
+        "after the ledger was upgraded, the tables differ from the full refresh"
     )
 
 

@@ -12,6 +12,7 @@ from contract_harness import (  # noqa: F401 (package_copy: a fixture)
     Project,
     check_column_change,
     check_failed_write,
+    check_nothing_new,
     check_receipts,
     check_recomputed_report,
     check_run_lock,
@@ -36,6 +37,10 @@ def test_a_batch_without_receipt_waits_and_a_gap_in_the_receipts_stops_the_run(
 
 def test_a_changed_column_stops_the_incremental_run(package_copy: Project) -> None:
     check_column_change(package_copy)
+
+
+def test_a_run_with_nothing_new_sends_no_statement_per_model(package_copy: Project) -> None:
+    check_nothing_new(package_copy)
 
 
 def test_a_second_run_while_the_lock_is_held_changes_nothing(package_copy: Project) -> None:

@@ -28,7 +28,7 @@ class Mutant:
 
 RECORD = (
     "{% do kappa._record_consumed_batches("
-    "this, first_batch_id, last_batch_id, full_refresh, partitions) %}"
+    "this, first_batch_id, last_batch_id, full_refresh, partitions, fingerprint) %}"
 )
 MUTANTS = (
     Mutant(
@@ -77,6 +77,13 @@ MUTANTS = (
             ),
         ),
         "schedule_reach_edges",
+    ),
+    Mutant(
+        "fingerprint_blind",
+        "the SQL fingerprint ignores the SQL: a run with nothing new skips the column check of"
+        " a model whose columns changed",
+        (("write/_sql_fingerprint.sql", "local_md5(shape)", "local_md5('')"),),
+        "column_change",
     ),
     Mutant(
         "history_not_consulted",

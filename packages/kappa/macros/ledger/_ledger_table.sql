@@ -1,14 +1,17 @@
 {% macro _ledger_columns() %}
     {#- The batch ledger's columns, in table order, defined here once for every statement that
         creates, writes or reads it: one row per run of a model, with the first and last
-        ingestion batch it consumed, how (full_refresh, incremental, compacted), when, and
-        for a recomputing model the partitions (days or key buckets) it rewrote (null: all of
-        them). The last two are the partition columns. -#}
+        ingestion batch it consumed, how (full_refresh, incremental, compacted), when, for a
+        recomputing model the partitions (days or key buckets) it rewrote (null: all of them),
+        and the fingerprint of the SQL that wrote the table (_sql_fingerprint; null on a
+        compacted row and on rows recorded before the column existed, which _ledger_ranges
+        adds to an older ledger). The last two are the partition columns. -#}
     {{ return([
         {'name': 'last_batch_id', 'type': 'bigint'},
         {'name': 'refresh_mode', 'type': 'string'},
         {'name': 'recorded_at', 'type': 'timestamp'},
         {'name': 'recomputed_partitions', 'type': 'array<string>'},
+        {'name': 'sql_fingerprint', 'type': 'string'},
         {'name': 'model_name', 'type': 'string'},
         {'name': 'first_batch_id', 'type': 'bigint'},
     ]) }}
@@ -35,14 +38,16 @@
             using parquet
             partitioned by (model_name, first_batch_id)
         {% endcall %}
+        {#- known to dbt's relation cache from now on: asked again this run, no second create -#}
+        {% do adapter.cache_added(ledger) %}
     {% endif %}
     {{ return(ledger) }}
 {% endmacro %}
 
 {% macro _ledger_values(rows) %}
     {#- Ledger rows (dictionaries with model_name, first_batch_id, last_batch_id, refresh_mode,
-        recomputed_partitions) as an inline table for a FROM clause, in the ledger's column
-        order; recorded_at is the time of the statement. -#}
+        recomputed_partitions, sql_fingerprint) as an inline table for a FROM clause, in the
+        ledger's column order; recorded_at is the time of the statement, a missing value null. -#}
     {%- set columns = kappa._ledger_columns() -%}
     values
     {%- for row in rows %}
@@ -51,12 +56,12 @@
             {%- set value = row.get(column.name) -%}
             {%- if column.name == 'recorded_at' -%}
                 current_timestamp()
+            {%- elif value is none -%}
+                cast(null as {{ column.type }})
             {%- elif column.type == 'bigint' -%}
                 cast({{ value }} as bigint)
             {%- elif column.type == 'string' -%}
                 '{{ value }}'
-            {%- elif value is none -%}
-                cast(null as {{ column.type }})
             {%- else -%}
                 cast(array({% for item in value %}'{{ item }}'{{ ", " if not loop.last }}{% endfor %}) as {{ column.type }})
             {%- endif -%}

@@ -1,8 +1,10 @@
-{% macro _record_consumed_batches(relation, first_batch_id, last_batch_id, full_refresh, recomputed_partitions=none) %}
+{% macro _record_consumed_batches(relation, first_batch_id, last_batch_id, full_refresh, recomputed_partitions=none, sql_fingerprint=none) %}
     {#- Record the batches a run of a model consumed, after the model's table is written. A
         model that recomputes days or buckets also records which it rewrote (none = all of
-        them), so that its own downstream models know what changed. The invocation's copy of
-        the ledger (_ledger_ranges) is updated at once, for the models downstream.
+        them), so that its own downstream models know what changed; and every model the
+        fingerprint of the SQL its table now has the columns of (_sql_fingerprint). The
+        invocation's copy of the ledger (_ledger_ranges) is updated at once, for the models
+        downstream.
 
         - A full refresh is committed to the ledger table here and now: the model's earlier
           ranges are dropped and its one range written (rare; downstream models must learn of
@@ -28,6 +30,7 @@
             'last_batch_id': last_batch_id,
             'refresh_mode': 'full_refresh' if full_refresh else 'incremental',
             'recomputed_partitions': recomputed_partitions,
+            'sql_fingerprint': sql_fingerprint,
         } %}
         {% if full_refresh %}
             {#- (the model's name a static partition value: see _ledger_insert) -#}
@@ -40,11 +43,12 @@
         {% set before = ranges.get(relation.identifier) %}
         {% if full_refresh or before is none %}
             {% set after = {'runs': 1, 'first_batch_id': first_batch_id, 'last_batch_id': last_batch_id,
-                'batches': last_batch_id - first_batch_id + 1} %}
+                'batches': last_batch_id - first_batch_id + 1, 'sql_fingerprint': sql_fingerprint} %}
         {% else %}
             {% set after = {'runs': before['runs'] + 1, 'first_batch_id': before['first_batch_id'],
                 'last_batch_id': [before['last_batch_id'], last_batch_id] | max,
-                'batches': before['batches'] + last_batch_id - first_batch_id + 1} %}
+                'batches': before['batches'] + last_batch_id - first_batch_id + 1,
+                'sql_fingerprint': sql_fingerprint} %}
         {% endif %}
         {% do ranges.update({relation.identifier: after}) %}
     {% elif full_refresh %}

@@ -6,7 +6,7 @@
     {% set relation = api.Relation.create(
         database=none, schema=schema_name, identifier='kappa_run_lock', type='table'
     ) %}
-    {#- (`if not exists`: the relation cache does not see a table made earlier in the run) -#}
+    {#- (`if not exists`: another process may create it meanwhile) -#}
     {% if execute and adapter.get_relation(none, schema_name, 'kappa_run_lock') is none %}
         {% call statement('create_run_lock') %}
             create table if not exists {{ relation }} (
@@ -19,6 +19,8 @@
             using parquet
             partitioned by (holder)
         {% endcall %}
+        {#- known to dbt's relation cache from now on: asked again this run, no second create -#}
+        {% do adapter.cache_added(relation) %}
     {% endif %}
     {{ return(relation) }}
 {% endmacro %}

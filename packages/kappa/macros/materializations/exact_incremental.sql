@@ -19,7 +19,8 @@
           every bucket that holds a key of its new input, from all of those keys' input.
         - A gap in the log's receipts or in the ledger stops the run with an error, and so does
           a model whose columns are no longer its table's (_check_model_columns): rebuilt, never
-          appended to.
+          appended to. A run with nothing to write skips that check when the model's SQL is as
+          at its last write (_sql_fingerprint, recorded in the ledger).
         - `--full-refresh` (or a first build) rebuilds the table from every batch.
         - On Delta (file_format 'delta') each of these writes is one atomic commit: `create or
           replace table` for a rebuild, `insert into ... replace where` for the batches, days or
@@ -52,8 +53,17 @@
             {%- set first_batch_id = 1 -%}
         {%- endif -%}
     {%- endif -%}
+    {#- the fingerprint of the model's SQL, recorded with the batches (_sql_fingerprint) -#}
+    {%- set fingerprint = kappa._sql_fingerprint() -%}
     {%- set table_columns = none -%}
-    {%- if not full_refresh -%}
+    {%- set nothing_to_write = first_batch_id > last_batch_id or partitions == [] -%}
+    {%- if not full_refresh and nothing_to_write
+        and kappa._ledger_ranges(this.schema).get(this.identifier, {}).get('sql_fingerprint') == fingerprint -%}
+        {#- nothing to write, and the SQL as at the model's last write (whose columns were
+            checked, or built the table): no column check, which costs two statements a model
+            (most of a run with nothing new). A run with something to write always checks. -#}
+        {{ log(model.name ~ ": nothing to write, its SQL as at its last write: columns not checked") }}
+    {%- elif not full_refresh -%}
         {#- a model whose columns changed is rebuilt, never appended to (clear error otherwise);
             the table's columns, described once, are what the write selects -#}
         {%- set table_columns = kappa._check_model_columns(existing_relation) -%}
@@ -99,8 +109,10 @@
         {% do adapter.rename_relation(build_relation, this.incorporate(type='table')) %}
         {{ log(model.name ~ ": rebuilt from ingestion batches 1.." ~ last_batch_id) }}
     {%- elif first_batch_id > last_batch_id -%}
-        {%- call statement('main') -%}
-            select 'up to date through ingestion batch {{ last_batch_id }}' as status
+        {#- nothing to write: dbt's noop_statement gives the run its result without a statement
+            to Spark (the run's target/run file holds the comment) -#}
+        {%- call noop_statement('main', 'up to date through ingestion batch ' ~ last_batch_id) -%}
+            -- up to date through ingestion batch {{ last_batch_id }}: nothing to write
         {%- endcall -%}
     {%- elif mode == 'batches' and delta -%}
         {#- Delta: the new batches' rows replace whatever the table holds for those batches, in
@@ -135,8 +147,8 @@
         {%- endcall -%}
         {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id) }}
     {%- elif partitions | length == 0 -%}
-        {%- call statement('main') -%}
-            select 'ingestion batches {{ first_batch_id }}..{{ last_batch_id }} touch none of its partitions' as status
+        {%- call noop_statement('main', 'ingestion batches ' ~ first_batch_id ~ '..' ~ last_batch_id ~ ' touch none of its partitions') -%}
+            -- ingestion batches {{ first_batch_id }}..{{ last_batch_id }} touch none of its partitions: nothing to write
         {%- endcall -%}
     {%- else -%}
         {%- set written = kappa._write_partitions(existing_relation, partitions, table_columns) -%}
@@ -153,7 +165,7 @@
 
     {%- do kappa._fault_point('after_write') -%}
     {%- if full_refresh or first_batch_id <= last_batch_id -%}
-        {% do kappa._record_consumed_batches(this, first_batch_id, last_batch_id, full_refresh, partitions) %}
+        {% do kappa._record_consumed_batches(this, first_batch_id, last_batch_id, full_refresh, partitions, fingerprint) %}
     {%- endif -%}
     {%- do kappa._fault_point('after_commit') -%}
 

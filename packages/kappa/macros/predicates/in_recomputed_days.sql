@@ -11,38 +11,40 @@
         its event_time: its table is partitioned by the UTC day of that column, so the predicate
         also names the partitions those times lie in, and Spark reads only them (on the event
         time alone it opens every day's files of the table, a cost that grows with history). -#}
-    {% set days = kappa._recomputed_days() %}
-    {% if days is none %}
-        true
-    {%- elif days | length == 0 %}
-        false
-    {%- else %}
-        {%- set reach = kappa._input_reach(model) %}
-        {%- set before = before if before is not none else ('0 minutes' if reach.before == 'all' else reach.before) %}
-        {%- set after = after if after is not none else reach.after %}
-        {%- set partition_column = none %}
-        {%- if parent is not none %}
-            {%- set partition_column = kappa._day_partition_column(parent, time_column) %}
-        {%- endif %}
-        {%- set ranges = [] %}
-        {%- for day in days %}
-            {%- set this_day = modules.datetime.date.fromisoformat(day) %}
-            {%- if ranges | length > 0 and (this_day - ranges[-1][-1]).days == 1 %}
-                {%- do ranges[-1].append(this_day) %}
-            {%- else %}
-                {%- do ranges.append([this_day, this_day]) %}
+    {%- call kappa._run_specific() %}
+        {% set days = kappa._recomputed_days() %}
+        {% if days is none %}
+            true
+        {%- elif days | length == 0 %}
+            false
+        {%- else %}
+            {%- set reach = kappa._input_reach(model) %}
+            {%- set before = before if before is not none else ('0 minutes' if reach.before == 'all' else reach.before) %}
+            {%- set after = after if after is not none else reach.after %}
+            {%- set partition_column = none %}
+            {%- if parent is not none %}
+                {%- set partition_column = kappa._day_partition_column(parent, time_column) %}
             {%- endif %}
-        {%- endfor %}
-        (
-        {%- for days_in_range in ranges %}
-            ({{ time_column }} >= timestamp '{{ days_in_range[0] }}' - interval {{ before }}
-            and {{ time_column }} < timestamp '{{ days_in_range[-1] }}' + interval 1 day + interval {{ after }}
-            {%- if partition_column is not none %}
-            and {{ partition_column }} >= to_date(timestamp '{{ days_in_range[0] }}' - interval {{ before }})
-            and {{ partition_column }} <= to_date(timestamp '{{ days_in_range[-1] }}' + interval 1 day + interval {{ after }} - interval 1 microsecond)
-            {%- endif %})
-            {{- " or" if not loop.last }}
-        {%- endfor %}
-        )
-    {%- endif %}
+            {%- set ranges = [] %}
+            {%- for day in days %}
+                {%- set this_day = modules.datetime.date.fromisoformat(day) %}
+                {%- if ranges | length > 0 and (this_day - ranges[-1][-1]).days == 1 %}
+                    {%- do ranges[-1].append(this_day) %}
+                {%- else %}
+                    {%- do ranges.append([this_day, this_day]) %}
+                {%- endif %}
+            {%- endfor %}
+            (
+            {%- for days_in_range in ranges %}
+                ({{ time_column }} >= timestamp '{{ days_in_range[0] }}' - interval {{ before }}
+                and {{ time_column }} < timestamp '{{ days_in_range[-1] }}' + interval 1 day + interval {{ after }}
+                {%- if partition_column is not none %}
+                and {{ partition_column }} >= to_date(timestamp '{{ days_in_range[0] }}' - interval {{ before }})
+                and {{ partition_column }} <= to_date(timestamp '{{ days_in_range[-1] }}' + interval 1 day + interval {{ after }} - interval 1 microsecond)
+                {%- endif %})
+                {{- " or" if not loop.last }}
+            {%- endfor %}
+            )
+        {%- endif %}
+    {%- endcall %}
 {%- endmacro %}
