@@ -102,15 +102,14 @@ class Project:
         elif event.info.name == "SQLQuery":
             self.statements.append((event.data.conn_name, event.data.sql))
 
-    def model_statements(self) -> dict[str, int]:
-        """How many statements the last command sent per model (models that sent none are
-        not listed)."""
-        counts: dict[str, int] = {}
-        for connection, _ in self.statements:
+    def model_statements(self) -> dict[str, list[str]]:
+        """The statements the last command sent, per model (models that sent none are not
+        listed)."""
+        sent: dict[str, list[str]] = {}
+        for connection, sql in self.statements:
             if connection.startswith("model."):
-                name = connection.split(".")[-1]
-                counts[name] = counts.get(name, 0) + 1
-        return counts
+                sent.setdefault(connection.split(".")[-1], []).append(sql)
+        return sent
 
     def report(self) -> list[str]:
         """The lines the last command ended with for the models it recomputed (on-run-end)."""
@@ -307,8 +306,8 @@ def check_no_model_statements(project: Project, log_schema: str) -> None:
     run's one read of the log's receipts (_ingested_through, in whichever model asks first)."""
     sent = [
         " ".join(sql.split()[-12:])
-        for connection, sql in project.statements
-        if connection.startswith("model.")
+        for statements in project.model_statements().values()
+        for sql in statements
     ]
     assert len(sent) == 1 and sent[0].endswith(f"from {log_schema}.ingestion_batches"), (
         "statements sent for models with nothing new: " + "; ".join(sent)
