@@ -34,11 +34,16 @@ STEPS = [
     "ingest base alone",
     "dbt parse",
     "full refresh",
+    "full refresh as plain dbt tables",
+    "full refresh: insert_overwrite baselines",
     "ingest plus_1pct",
     "incremental +1%",
+    "incremental +1%: insert_overwrite baselines",
     "ingest plus_1pct_late",
     "incremental +1% late",
+    "incremental +1% late: insert_overwrite baselines",
     "incremental, nothing new",
+    "full refresh as plain dbt tables, every record",
     "backfill 30 days: exact_incremental",
     "backfill 30 days: dbt microbatch",
     "full refresh for sessions and orders_daily",
@@ -128,12 +133,43 @@ def test_ingestion_alone_is_measured_in_a_process_with_a_small_driver(bench):
 def test_the_baselines_compute_the_same_tables(bench):
     _, _, report = bench
     assert set(report["checks"]) == {
+        "plain dbt tables equal the contract's full refresh",
+        "orders_daily equals a full refresh after the late step",
+        "page_views equals a full refresh after the late step",
         "microbatch equals orders_daily",
         "hand-written sessions equal dbt's",
         "hand-written orders_daily equals dbt's",
     }
     for name, result in report["checks"].items():
         assert result.startswith("equal (") and not result.startswith("equal (0 "), name
+    # the plain tables: every model of the project's full refresh, compared one by one
+    models = next(step for step in report["steps"] if step["name"] == "full refresh")["models"]
+    assert len(models) > 30
+    assert report["checks"]["plain dbt tables equal the contract's full refresh"] == (
+        f"equal ({len(models)} models)"
+    )
+
+
+def test_the_usual_alternative_is_measured_beside_ours(bench):
+    work, stdout, report = bench
+    steps = {step["name"]: step for step in report["steps"]}
+    lookback = {"orders_daily": "bench_orders_daily_lookback",
+                "page_views": "bench_page_views_lookback"}  # fmt: skip
+    for name in ("full refresh", "incremental +1%", "incremental +1% late"):
+        # the baselines ran alone, after the project's models ran without them
+        assert set(steps[f"{name}: insert_overwrite baselines"]["models"]) == set(lookback.values())
+        assert not set(steps[name]["models"]) & set(lookback.values())
+    assert set(report["differences"]) == set(lookback)
+    for name in lookback:
+        ours, theirs = (report["differences"][name][key] for key in ("exact_incremental",
+                                                                      "lookback"))  # fmt: skip
+        assert ours[:2] == [0, 0] and ours[2] > 0, (name, ours)  # ours: a full refresh's rows
+        assert theirs[2] > 0 and theirs[0] <= theirs[2], (name, theirs)
+    table = (work / "out" / f"bench-{report['events']}.md").read_text()
+    for name in lookback:
+        assert f"| {name} | exact_incremental |" in table
+        assert f"| {name} | insert_overwrite, 3-day lookback |" in table
+    assert "| full refresh / the same models as plain dbt tables |" in stdout
 
 
 def test_the_steps_are_one_percent_each_and_the_second_is_partly_late(bench, tmp_path):
@@ -162,7 +198,7 @@ def test_results_are_written_with_a_chart(bench):
     stem = f"bench-{report['events']}"
     assert (out / f"{stem}.md").read_text().startswith("Benchmark at")
     svg = (out / f"{stem}.svg").read_text()
-    assert svg.count("<rect ") == 8
+    assert svg.count("<rect ") == 9
     assert "hand-written PySpark job" in svg
 
 
@@ -171,10 +207,15 @@ def test_each_dbt_run_is_profiled_model_by_model(bench):
     profiled = {step["name"]: step for step in report["steps"] if step["models"]}
     assert list(profiled) == [
         "full refresh",
+        "full refresh as plain dbt tables",
+        "full refresh: insert_overwrite baselines",
         "incremental +1%",
+        "incremental +1%: insert_overwrite baselines",
         "incremental +1% late",
+        "incremental +1% late: insert_overwrite baselines",
         "incremental, nothing new",
     ]
+    profiled = {name: step for name, step in profiled.items() if "baselines" not in name}
     models = set(profiled["full refresh"]["models"])
     assert {"stg_web__events", "sessions", "orders_daily", "users_current"} <= models
     assert "bench_orders_daily_microbatch" not in models  # the baseline is not the project's
@@ -193,12 +234,15 @@ def test_each_dbt_run_reads_the_ledger_once(bench):
     work, _, _ = bench
     log = (work / "dbt-logs" / "dbt.log").read_text()
     runs = log.count("START hook: kappa_shop.on-run-start.0 ")
-    assert runs == 7  # full refresh, three incremental runs, two backfills, the floor's build
+    # full refresh, three incremental runs, three of the insert_overwrite baselines, two
+    # backfills, the floor's build; and two of plain dbt tables in a schema of their own
+    assert runs == 12
     ledger = (
-        r"from kappa_shop_bench\.kappa_consumed_batches\s+\) as kappa_ledger_coverage\s+"
+        r"from kappa_shop_bench{}\.kappa_consumed_batches\s+\) as kappa_ledger_coverage\s+"
         r"(--[^\n]*\s+)?where not covered\s+group by model_name"
     )
-    assert len(re.findall(ledger, log)) == runs
+    assert len(re.findall(ledger.format(""), log)) == 10
+    assert len(re.findall(ledger.format("_plain"), log)) == 2
 
 
 def test_a_bench_too_small_to_split_is_refused_in_one_line(tmp_path):
