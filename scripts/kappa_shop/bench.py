@@ -584,6 +584,7 @@ class _Recorder:
             self.dbt_run(models, "--full-refresh")
 
     PLAIN = "full refresh as plain dbt tables"
+    WARM = "full refresh again, warm"
 
     @contextmanager
     def plain_tables(self) -> Iterator[tuple[str, ...]]:
@@ -606,12 +607,17 @@ class _Recorder:
 
     def plain_full_refresh(self) -> None:
         """The fair floor of the full refresh: the same models, on the same records, built as
-        plain dbt tables (no contract); checked to hold the same rows, model by model."""
+        plain dbt tables (no contract), then the contract's full refresh again right after it,
+        so that both run in a JVM the first full refresh has warmed (the first build of a JVM
+        also compiles the code of its statements: it took 78 s against 49 s at 1M events);
+        checked to hold the same rows, model by model."""
         contract = next(step for step in self.report.steps if step.name == "full refresh")
         schema = self.project.schema
         detail = "all models, no contract"
         with self.plain_tables() as variables, self.step(self.PLAIN, detail) as models:
             self.dbt_run(models, "--full-refresh", variables=variables)
+        with self.step(self.WARM, "all models, right after the plain tables") as models:
+            self.dbt_run(models, "--full-refresh")
         differing = {
             name: result
             for name in sorted(contract.models)
@@ -749,7 +755,8 @@ def _machine(project: DbtProject) -> dict[str, str]:
 def format_report(report: BenchReport) -> str:
     """The figures as a markdown table, with the ratios the targets are about."""
     full = report.seconds("full refresh")
-    plain = full / report.seconds("full refresh as plain dbt tables")
+    warm = report.seconds(_Recorder.WARM)
+    plain = warm / report.seconds(_Recorder.PLAIN)
     floor = report.seconds("full refresh for sessions and orders_daily") / report.seconds(
         "hand-written PySpark job"
     )
@@ -771,11 +778,20 @@ def format_report(report: BenchReport) -> str:
             "at most 10% (at 10M events)",
         ),
         (
+            "incremental +1% / full refresh again, warm",
+            f"{report.seconds('incremental +1%') / warm:.1%}",
+            "",
+        ),
+        (
             "incremental with nothing new / full refresh (the fixed cost)",
             f"{report.seconds('incremental, nothing new') / full:.1%}",
             "",
         ),
-        ("full refresh / the same models as plain dbt tables", f"{plain:.2f}x", "at most 1.15x"),
+        (
+            "full refresh again, warm / the same models as plain dbt tables",
+            f"{plain:.2f}x",
+            "at most 1.15x",
+        ),
         (
             "full refresh (sessions, orders_daily) / hand-written PySpark",
             f"{floor:.2f}x",
@@ -928,7 +944,8 @@ def chart(report: BenchReport) -> str:
 
     rows = [
         ("full refresh (all models)", "full refresh", "#4c72b0"),
-        ("the same as plain dbt tables", "full refresh as plain dbt tables", "#c44e52"),
+        ("the same as plain dbt tables (warm)", "full refresh as plain dbt tables", "#c44e52"),
+        ("full refresh again (warm)", "full refresh again, warm", "#4c72b0"),
         ("incremental, +1% new data", "incremental +1%", "#55a868"),
         ("incremental, +1% with a late tenth", "incremental +1% late", "#55a868"),
         ("incremental, nothing new", "incremental, nothing new", "#8c8c8c"),
