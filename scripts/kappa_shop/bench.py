@@ -7,17 +7,25 @@ same thing without a quarantine), 1% redeliveries, no late events except the hel
 `held_back_fraction` of the events of the last 3 days arrive after the period (the stragglers
 batch). The schedule, by record counts of the manifest:
 
-1. base: every batch but the last ~2% of records -> ingest, `dbt run --full-refresh`
-2. +1%: the next batches, ~1% of the records, on time -> ingest, `dbt run`
+1. base: every batch but the last ~2% of records -> ingest, `dbt run --full-refresh`; the
+   same models as plain dbt tables in `<schema>_plain` (the fair floor, checked equal model
+   by model), then the contract's full refresh again (both warm); the usual alternative's
+   models (insert_overwrite by day, a 3-day lookback) built
+2. +1%: the next batches, ~1% of the records, on time -> ingest, `dbt run`; the alternative's
+   models run
 3. +1% late: the last on-time batches (~0.9%) and the held-back events (~0.1%, up to 3 days
-   late) -> ingest, `dbt run`; then `dbt run` again with nothing new (what every run costs
-   whatever arrived: dbt's and the contract's fixed cost)
+   late) -> ingest, `dbt run`, the alternative's models run; then `dbt run` again with
+   nothing new (what every run costs whatever arrived: dbt's and the contract's fixed cost);
+   then the alternative's models and ours compared with a full refresh (plain tables)
 4. a 30-day backfill of the daily aggregate: orders_daily rebuilt (`--full-refresh`), and
    the same model as dbt's `microbatch` strategy rebuilt for the same 30 days
    (bench_orders_daily_microbatch, one batch per day); both tables are compared
 5. the floor: `dbt run --full-refresh` of what sessions and orders_daily need, and a
    hand-written PySpark job computing the same two tables straight from the raw tables
    (kappa_shop.handwritten); both outputs are compared
+6. proportionality: one fixed batch (bench_batch_config: 1% of the events, at most 10,000, a
+   tenth of them up to 3 days late) applied to this history and to a history a tenth of its
+   size (`<schema>_tenth`, generated with the same settings and built in full first)
 
 The generator runs in a process of its own; ingestion and dbt run in this process, with one
 SparkSession (as `kappa-shop build` does), so no step pays for starting Spark. Memory is the
@@ -47,14 +55,15 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
-from kappa_shop.generator import GeneratorConfig, read_manifest
+from kappa_shop.generator import MAX_FIRST_OFFSET, GeneratorConfig, read_manifest
 
 DAYS = 30.0
 BATCHES = 200
@@ -73,9 +82,35 @@ BASELINE_VARS = {"kappa_bench_baselines": True}
 # the fair floor: the project's models built as plain dbt tables, in a schema of their own
 PLAIN_VARS = {"kappa_bench_plain_tables": True}
 PLAIN_SUFFIX = "_plain"
+# proportionality: one fixed batch of new events (at most BATCH_EVENTS, a tenth of them days
+# late) applied to the benchmark's history and to a history a tenth of its size
+BATCH_EVENTS = 10_000
+SMALL_SUFFIX = "_tenth"
 # The driver (heap) of the process that ingests the base alone: the same at every scale
 ALONE_DRIVER_MEMORY = "1g"
 ALONE_RAW_SCHEMA = "bench_alone_raw"
+
+
+def bench_batch_config(events: int, seed: int) -> GeneratorConfig:
+    """The fixed batch of the proportionality steps, for a benchmark at `events`: 1% of the
+    events, at least 1,000 and at most BATCH_EVENTS, over the LATE_DAYS days after the
+    history's period, a tenth of them held back to arrive last (up to LATE_DAYS days late),
+    all delivered at once; its offsets start past every offset of both histories. Its users,
+    orders and products come from the same id ranges as the histories', so it touches keys
+    they hold, as new data does."""
+    history = bench_log_config(events, seed)
+    start = datetime.strptime(history.start, "%Y-%m-%d") + timedelta(days=history.days)
+    return replace(
+        history,
+        seed=seed + 1,
+        events=max(1_000, min(BATCH_EVENTS, events // 100)),
+        days=LATE_DAYS,
+        start=start.strftime("%Y-%m-%d"),
+        batches=1,
+        held_back_fraction=LATE_SHARE,
+        held_back_days=LATE_DAYS,
+        first_offset=MAX_FIRST_OFFSET,
+    )
 
 
 def bench_log_config(events: int, seed: int) -> GeneratorConfig:
@@ -276,14 +311,19 @@ def _generate(config: GeneratorConfig, log_dir: Path, say: Callable[[str], None]
     figures = log_dir.parent / f"{log_dir.name}.generated.json"
     manifest = log_dir / "manifest.json"
     reusable = manifest.is_file() and figures.is_file()
-    if reusable and read_manifest(log_dir)["config"] == asdict(config):
+    # a knob added to the generator since the log was made has its default there (the same
+    # bytes as before it existed)
+    made_with = (
+        {**asdict(GeneratorConfig()), **read_manifest(log_dir)["config"]} if reusable else {}
+    )
+    if made_with == asdict(config):
         say(f"Reusing the log in {log_dir} (generated earlier with the same settings)")
         return Step(**json.loads(figures.read_text()))
     if log_dir.exists():
         shutil.rmtree(log_dir)
     command = [sys.executable, "-m", "kappa_shop", "generate", "--out", str(log_dir)]
-    for name, value in asdict(config).items():
-        command += ["--" + name.replace("_", "-"), str(value)]
+    for knob, value in asdict(config).items():
+        command += ["--" + knob.replace("_", "-"), str(value)]
     started, machine = time.monotonic(), machine_cpu_ticks()
     returncode, peak, cpu = _run_sampled(command)
     if returncode != 0:
@@ -424,6 +464,7 @@ def run_bench(
             "order_date, orders_placed_count, orders_paid_count, payment_failures_count, "
             "orders_shipped_count, orders_cancelled_count, revenue, paying_customer_count",
         )  # fmt: skip
+        recorder.proportionality(events, seed, work_dir)
     return report
 
 
@@ -503,6 +544,7 @@ class _Recorder:
     ) -> None:
         records = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
         self.project, self.plan, self.log_dir = project, plan, log_dir
+        self.schema = project.schema
         self.landing, self.say = landing, say
         self.report = BenchReport(
             events=manifest["totals"]["valid"],
@@ -585,19 +627,28 @@ class _Recorder:
 
     PLAIN = "full refresh as plain dbt tables"
     WARM = "full refresh again, warm"
+    BATCH_ON_HISTORY = "the fixed batch on the whole history"
+    BATCH_ON_TENTH = "the fixed batch on a tenth of the history"
 
-    @contextmanager
-    def plain_tables(self) -> Iterator[tuple[str, ...]]:
+    def plain_tables(self) -> AbstractContextManager[tuple[str, ...]]:
         """dbt runs inside build the project's models as plain dbt tables (var
         kappa_bench_plain_tables) in the schema `<schema>_plain`: the variables to run them
-        with. dbt parses the project again whenever its vars or schema change; that parse
-        happens before and after, outside every measured step."""
-        variables = ("--vars", json.dumps({**json.loads(self.variables[1]), **PLAIN_VARS}))
+        with."""
+        return self.elsewhere(PLAIN_SUFFIX, PLAIN_VARS)
+
+    @contextmanager
+    def elsewhere(self, suffix: str, variables: dict[str, Any]) -> Iterator[tuple[str, ...]]:
+        """dbt runs inside build the models in the schema `<schema><suffix>`, with `variables`
+        added to the benchmark's: the variables to run them with. dbt parses the project
+        again whenever its vars or schema change; that parse happens before and after,
+        outside every measured step."""
+        added = {**json.loads(self.variables[1]), **variables}
         schema = os.environ.get("KAPPA_SHOP_SCHEMA")
-        os.environ["KAPPA_SHOP_SCHEMA"] = self.project.schema + PLAIN_SUFFIX
+        os.environ["KAPPA_SHOP_SCHEMA"] = self.schema + suffix
+        variables_there = ("--vars", json.dumps(added))
         try:
-            self.project.invoke("parse", *variables, "--quiet")
-            yield variables
+            self.project.invoke("parse", *variables_there, "--quiet")
+            yield variables_there
         finally:
             if schema is None:
                 os.environ.pop("KAPPA_SHOP_SCHEMA")
@@ -612,7 +663,7 @@ class _Recorder:
         also compiles the code of its statements: it took 78 s against 49 s at 1M events);
         checked to hold the same rows, model by model."""
         contract = next(step for step in self.report.steps if step.name == "full refresh")
-        schema = self.project.schema
+        schema = self.schema
         detail = "all models, no contract"
         with self.plain_tables() as variables, self.step(self.PLAIN, detail) as models:
             self.dbt_run(models, "--full-refresh", variables=variables)
@@ -633,11 +684,51 @@ class _Recorder:
             + "; ".join(f"{name}: {result}" for name, result in differing.items())
         )
 
+    def proportionality(self, events: int, seed: int, work_dir: Path) -> None:
+        """The same fixed batch (bench_batch_config) applied to this history (every record of
+        the log, already built) and to a history a tenth of its size, generated with the same
+        settings, ingested into `<schema>_tenth_raw` and built in full in `<schema>_tenth`:
+        what each run costs (the DAG's run after the batch is ingested)."""
+        from kappa_shop.ingest import ingest
+        from kappa_shop.landing import batch_numbers, deliver
+
+        batch_log = work_dir / f"batch-{events}-{seed}"
+        tenth_log = work_dir / f"log-{events // 10}-{seed}"
+        # generated in a process of their own, as the log was; not steps of the report
+        _generate(bench_batch_config(events, seed), batch_log, self.say)
+        _generate(bench_log_config(events // 10, seed), tenth_log, self.say)
+        self.report.records["fixed_batch"] = read_manifest(batch_log)["totals"]["records"]
+        held_back = read_manifest(batch_log)["lateness_of_late_events"].get("held_back", 0)
+        detail = f"{self.report.records['fixed_batch']:,} records, {held_back:,} up to " \
+            f"{LATE_DAYS:g} days late"  # fmt: skip
+
+        def land_and_ingest(log: Path, landing: Path, raw_schema: str, name: str) -> None:
+            deliver(log, landing, batch_numbers(log))
+            records = read_manifest(log)["totals"]["records"]
+            with self.step(name, f"{records:,} records"):
+                ingest(self.spark, landing, raw_schema, progress=lambda _: None,
+                       warehouse=self.warehouse)  # fmt: skip
+
+        raw = self.project.raw_schema
+        land_and_ingest(batch_log, self.landing, raw, "ingest the fixed batch")
+        with self.step(self.BATCH_ON_HISTORY, detail) as models:
+            self.dbt_run(models)
+        tenth_landing = self.landing.with_name(self.landing.name + SMALL_SUFFIX)
+        tenth_raw = self.schema + SMALL_SUFFIX + "_raw"
+        land_and_ingest(tenth_log, tenth_landing, tenth_raw, "ingest a tenth of the history")
+        self.report.records["tenth_history"] = read_manifest(tenth_log)["totals"]["records"]
+        with self.elsewhere(SMALL_SUFFIX, {"raw_schema": tenth_raw}) as variables:
+            with self.step("full refresh of a tenth of the history") as models:
+                self.dbt_run(models, "--full-refresh", variables=variables)
+            land_and_ingest(batch_log, tenth_landing, tenth_raw, "ingest the fixed batch, a tenth")
+            with self.step(self.BATCH_ON_TENTH, detail) as models:
+                self.dbt_run(models, variables=variables)
+
     def differences_from_a_full_refresh(self) -> None:
         """After the late step: the day models with a lookback baseline and their ancestors
         rebuilt as plain dbt tables on every record so far (`<schema>_plain`); then the rows of
         ours and of each baseline that differ from them. Ours differing is a failed check."""
-        schema, plain = self.project.schema, self.project.schema + PLAIN_SUFFIX
+        schema, plain = self.schema, self.schema + PLAIN_SUFFIX
         selection = [f"+{name}" for name in LOOKBACK_MODELS]
         step = self.step(f"{self.PLAIN}, every record", " ".join(selection))
         with self.plain_tables() as variables, step:
@@ -674,11 +765,13 @@ def _start_clean(project: DbtProject, landing: Path) -> None:
 
     warehouse = project.warehouse()
     shutil.rmtree(landing, ignore_errors=True)
-    schemas = ("_raw", "", "_handwritten", PLAIN_SUFFIX)
+    schemas = ("_raw", "", "_handwritten", PLAIN_SUFFIX, SMALL_SUFFIX, SMALL_SUFFIX + "_raw")
+    shutil.rmtree(landing.with_name(landing.name + SMALL_SUFFIX), ignore_errors=True)
     for schema in (project.schema + suffix for suffix in schemas):
         if schema_exists(warehouse, schema):
             warehouse.sql(f"drop schema {schema} cascade")
-    shutil.rmtree(checkpoint_dir(warehouse, project.raw_schema), ignore_errors=True)
+    for raw_schema in (project.raw_schema, project.schema + SMALL_SUFFIX + "_raw"):
+        shutil.rmtree(checkpoint_dir(warehouse, raw_schema), ignore_errors=True)
 
 
 def _event_days(warehouse: Any, schema: str) -> tuple[str, str]:
@@ -756,6 +849,9 @@ def format_report(report: BenchReport) -> str:
     """The figures as a markdown table, with the ratios the targets are about."""
     full = report.seconds("full refresh")
     warm = report.seconds(_Recorder.WARM)
+    proportional = report.seconds(_Recorder.BATCH_ON_HISTORY) / report.seconds(
+        _Recorder.BATCH_ON_TENTH
+    )
     plain = warm / report.seconds(_Recorder.PLAIN)
     floor = report.seconds("full refresh for sessions and orders_daily") / report.seconds(
         "hand-written PySpark job"
@@ -801,6 +897,11 @@ def format_report(report: BenchReport) -> str:
             "microbatch backfill / exact_incremental backfill",
             f"{backfill:.1f}x",
             "at least 8x",
+        ),
+        (
+            "the fixed batch: on the whole history / on a tenth of it",
+            f"{proportional:.2f}x",
+            "at most 1.25x (10M events against 1M)",
         ),
     ]
     lines += ["", "| ratio | measured | target |", "|---|---:|---|"]

@@ -54,6 +54,8 @@ GENERATOR_HELP: dict[str, str] = {
     "held_back_fraction": "fraction of the events of the last --held-back-days days held back "
     "until the period has ended, to arrive in the stragglers batch (benchmarks; 0 = off)",
     "held_back_days": "how far back held-back events reach, in days",
+    "first_offset": "offset of each partition's first record, for a log that continues "
+    "another one (benchmarks)",
 }
 
 

@@ -103,6 +103,11 @@ CARRIERS = ("dhl", "ups", "postnl", "colissimo")
 FAILURE_REASONS = ("card_declined", "insufficient_funds", "expired_card")
 
 
+# file names carry the first offset in 12 digits (sorting by name sorts by offset): room is
+# left above the largest first offset for the records of one log
+MAX_FIRST_OFFSET = 10**11
+
+
 @dataclass(frozen=True)
 class GeneratorConfig:
     """Every knob of the generator. Defaults are meant to be realistic for a web shop."""
@@ -125,6 +130,9 @@ class GeneratorConfig:
     # days of the period is held back until just after it ends (the stragglers batch)
     held_back_fraction: float = 0.0
     held_back_days: float = 3.0
+    # the offset of each partition's first record: a log that continues another one (the
+    # benchmark's fixed batch, appended after histories of other sizes) starts past its offsets
+    first_offset: int = 0
 
     def validate(self) -> None:
         """Refuse settings that cannot make a log, with one line naming the setting."""
@@ -149,6 +157,10 @@ class GeneratorConfig:
             if not 0 <= value <= 1:
                 option = "--" + name.replace("_", "-")
                 raise KappaShopError(f"{option} must be between 0 and 1 (got {value})")
+        if not 0 <= self.first_offset <= MAX_FIRST_OFFSET:
+            raise KappaShopError(
+                f"--first-offset must be 0..{MAX_FIRST_OFFSET} (got {self.first_offset})"
+            )
         if self.max_clock_skew_seconds < 0 or self.max_partition_lag_minutes < 0:
             raise KappaShopError("clock skew and partition lag must not be negative")
         if self.held_back_fraction and not 1 / 24 < self.held_back_days <= self.days:
@@ -229,7 +241,7 @@ class _Writer:
 
     def next_offset(self, topic: str, partition: int) -> int:
         key = (topic, partition)
-        offset = self.offsets.get(key, 0)
+        offset = self.offsets.get(key, self.config.first_offset)
         self.offsets[key] = offset + 1
         return offset
 

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import copy_project, kappa_shop_in
+import yaml
+from conftest import REPO_ROOT, copy_project, kappa_shop_in
 
 from kappa_shop.bench import bench_log_config, plan_batches, plan_successive
 from kappa_shop.cli import main
 from kappa_shop.errors import KappaShopError
-from kappa_shop.generator import generate
+from kappa_shop.generator import MAX_FIRST_OFFSET, generate
 
 EVENTS = 10_000
 STEPS = [
@@ -49,6 +50,12 @@ STEPS = [
     "backfill 30 days: dbt microbatch",
     "full refresh for sessions and orders_daily",
     "hand-written PySpark job",
+    "ingest the fixed batch",
+    "the fixed batch on the whole history",
+    "ingest a tenth of the history",
+    "full refresh of a tenth of the history",
+    "ingest the fixed batch, a tenth",
+    "the fixed batch on a tenth of the history",
 ]
 
 
@@ -193,6 +200,32 @@ def test_the_steps_are_one_percent_each_and_the_second_is_partly_late(bench, tmp
     )
 
 
+def test_one_fixed_batch_is_applied_to_the_history_and_to_a_tenth_of_it(bench, spark):
+    _, stdout, report = bench
+    records = report["records"]
+    total = records["base"] + records["plus_1pct"] + records["plus_1pct_late"]
+    assert 0.08 < records["tenth_history"] / total < 0.12
+    assert 950 <= records["fixed_batch"] < 1_100  # about 1,000 events (the least), redeliveries
+    # the same records, past every offset of both histories, staged in both schemas
+    streams = yaml.safe_load((REPO_ROOT / "dbt_project.yml").read_text())["vars"]["log_streams"]
+    for schema in ("kappa_shop_bench", "kappa_shop_bench_tenth"):
+        staged = sum(
+            spark.sql(
+                f"select count(*) from {schema}.{stream['deliveries_model']} "
+                f"where log_offset >= {MAX_FIRST_OFFSET}"
+            ).first()[0]
+            for stream in streams.values()
+        )
+        assert staged == records["fixed_batch"], schema
+    steps = {step["name"]: step for step in report["steps"]}
+    for name in (
+        "the fixed batch on the whole history",
+        "the fixed batch on a tenth of the history",
+    ):
+        assert steps[name]["detail"].startswith(f"{records['fixed_batch']:,} records, ")
+    assert "| the fixed batch: on the whole history / on a tenth of it |" in stdout
+
+
 def test_results_are_written_with_a_chart(bench):
     work, _, report = bench
     out = work / "out"
@@ -216,6 +249,9 @@ def test_each_dbt_run_is_profiled_model_by_model(bench):
         "incremental +1% late",
         "incremental +1% late: insert_overwrite baselines",
         "incremental, nothing new",
+        "the fixed batch on the whole history",
+        "full refresh of a tenth of the history",
+        "the fixed batch on a tenth of the history",
     ]
     profiled = {name: step for name, step in profiled.items() if "baselines" not in name}
     models = set(profiled["full refresh"]["models"])
@@ -237,14 +273,16 @@ def test_each_dbt_run_reads_the_ledger_once(bench):
     log = (work / "dbt-logs" / "dbt.log").read_text()
     runs = log.count("START hook: kappa_shop.on-run-start.0 ")
     # two full refreshes, three incremental runs, three of the insert_overwrite baselines, two
-    # backfills, the floor's build; and two of plain dbt tables in a schema of their own
-    assert runs == 13
+    # backfills, the floor's build, the fixed batch's; two of plain dbt tables in a schema of
+    # their own; a full refresh and the fixed batch's run on a tenth of the history
+    assert runs == 16
     ledger = (
         r"from kappa_shop_bench{}\.kappa_consumed_batches\s+\) as kappa_ledger_coverage\s+"
         r"(--[^\n]*\s+)?where not covered\s+group by model_name"
     )
-    assert len(re.findall(ledger.format(""), log)) == 11
+    assert len(re.findall(ledger.format(""), log)) == 12
     assert len(re.findall(ledger.format("_plain"), log)) == 2
+    assert len(re.findall(ledger.format("_tenth"), log)) == 2
 
 
 def test_a_bench_too_small_to_split_is_refused_in_one_line(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -236,6 +237,36 @@ def test_held_back_events_arrive_after_the_period_at_most_three_days_late(tmp_pa
         assert end - timedelta(days=3) <= happened < end, line.text
     with pytest.raises(KappaShopError, match="--held-back-days must be"):
         generate(GeneratorConfig(days=2, held_back_fraction=0.1), tmp_path / "x", progress=print)
+
+
+def test_a_log_can_continue_past_another_logs_offsets(tmp_path):
+    # the benchmark appends one fixed batch after histories of two sizes: its offsets start
+    # past theirs; the events are those of the same settings from offset 0
+    settings = {"seed": 9, "events": 2_000, "days": 2, "batches": 4}
+    logs = {}
+    for first in (0, 1_000_000):
+        config = GeneratorConfig(**settings, first_offset=first)
+        logs[first] = generate(config, tmp_path / str(first), progress=lambda m: None)
+    offsets: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for line in landed_lines(tmp_path / "1000000"):
+        assert line.file_first_offset >= 1_000_000
+        if line.text.startswith("{") and line.text.endswith("}"):
+            record = json.loads(line.text)
+            offsets[(record["topic"], record["partition"])].append(record["offset"])
+    ends = logs[1_000_000].manifest["partition_end_offsets"]
+    for (topic, partition), seen in offsets.items():
+        assert min(seen) >= 1_000_000 and ends[f"{topic}/{partition}"] > max(seen)
+    for first in logs:
+        assert logs[first].manifest["totals"] == logs[0].manifest["totals"]
+    texts = {
+        first: [
+            re.sub(r'"offset":\d+', "", line.text) for line in landed_lines(tmp_path / str(first))
+        ]
+        for first in logs
+    }
+    assert texts[0] == texts[1_000_000] and len(texts[0]) > 2_000
+    with pytest.raises(KappaShopError, match=r"--first-offset must be 0\.\.100000000000"):
+        generate(GeneratorConfig(first_offset=-1), tmp_path / "x", progress=print)
 
 
 def test_the_catalog_seed_is_the_generators_catalog():
