@@ -718,7 +718,8 @@ class _Recorder:
         land_and_ingest(tenth_log, tenth_landing, tenth_raw, "ingest a tenth of the history")
         self.report.records["tenth_history"] = read_manifest(tenth_log)["totals"]["records"]
         with self.elsewhere(SMALL_SUFFIX, {"raw_schema": tenth_raw}) as variables:
-            with self.step("full refresh of a tenth of the history") as models:
+            tenth = f"all models, {self.report.records['tenth_history']:,} records"
+            with self.step("full refresh of a tenth of the history", tenth) as models:
                 self.dbt_run(models, "--full-refresh", variables=variables)
             land_and_ingest(batch_log, tenth_landing, tenth_raw, "ingest the fixed batch, a tenth")
             with self.step(self.BATCH_ON_TENTH, detail) as models:
