@@ -167,6 +167,10 @@ class BenchReport:
     def seconds(self, name: str) -> float:
         return next(step.seconds for step in self.steps if step.name == name)
 
+    def failed_checks(self) -> list[str]:
+        """The equality checks that did not find both sides equal, by name."""
+        return [name for name, result in self.checks.items() if not result.startswith("equal")]
+
 
 class MemorySampler:
     """Peak resident memory of this process and its descendants, per labelled span."""

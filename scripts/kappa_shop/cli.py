@@ -804,7 +804,22 @@ def _bench(arguments: argparse.Namespace, project: object) -> int:
         print(format_report(report))
     for path in write_results(report, work_dir):
         print(f"Wrote {path}")
-    return 0
+    return 0 if arguments.successive else _bench_status(report)
+
+
+def _bench_status(report: Any) -> int:
+    """1 when an equality check of the benchmark found a difference (a figure measured on
+    wrong tables is no figure), with one line naming the checks; else 0."""
+    failed = report.failed_checks()
+    if not failed:
+        return 0
+    print(
+        f"kappa-shop bench: {len(failed)} equality check(s) found a difference: "
+        + "; ".join(failed)
+        + " (the table above says what differs)",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _check_target(project: object) -> int:

@@ -158,6 +158,39 @@ def test_the_baselines_compute_the_same_tables(bench):
     )
 
 
+def test_a_check_finding_a_difference_fails_the_bench_in_one_line(bench, spark, capsys):
+    # the bench's own comparison of its orders_daily with a copy of it (equal) and with the
+    # copy less one row (a real difference), then the command's exit status for each
+    from kappa_shop.bench import BenchReport, _comparable, _compare
+    from kappa_shop.cli import _bench_status
+    from kappa_shop.warehouse import SessionWarehouse
+
+    warehouse = SessionWarehouse(spark)
+    ours = "kappa_shop_bench.orders_daily"
+    columns = _comparable(spark, ours)
+    spark.table(ours).createOrReplaceTempView("a_copy")
+    spark.sql(
+        f"select * from {ours} except all (select * from {ours} order by order_date limit 1)"
+    ).createOrReplaceTempView("less_one_row")
+    try:
+        report = BenchReport(events=EVENTS, records={}, machine={})
+        report.checks["a copy"] = _compare(warehouse, ours, "a_copy", columns)
+        assert report.checks["a copy"].startswith("equal (")
+        assert _bench_status(report) == 0 and capsys.readouterr().err == ""
+        report.checks["less a row"] = _compare(warehouse, ours, "less_one_row", columns)
+    finally:
+        spark.catalog.dropTempView("less_one_row")
+        spark.catalog.dropTempView("a_copy")
+    assert report.checks["less a row"] == (
+        "DIFFERENT: 1 rows only in kappa_shop_bench.orders_daily, 0 only in less_one_row"
+    )
+    assert _bench_status(report) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "kappa-shop bench: 1 equality check(s) found a difference: less a row "
+        "(the table above says what differs)"
+    ]
+
+
 def test_the_usual_alternative_is_measured_beside_ours(bench):
     work, stdout, report = bench
     steps = {step["name"]: step for step in report["steps"]}
