@@ -1,7 +1,8 @@
 """The `cluster` target on a real Spark cluster: `kappa-shop cluster up` starts a standalone
 master, two workers and a Thrift Server on 127.0.0.1 (from the pip install of PySpark), the
-proof runs on it unchanged, the same log gives the same tables as on `local`, bad settings
-fail fast in one line, and `cluster down` leaves no process behind.
+proof runs on it unchanged, the same log gives the same tables as on `local`, ingestion from
+a Kafka broker runs there exactly once through a SIGKILL, bad settings fail fast in one line,
+and `cluster down` leaves no process behind.
 
 Everything here runs the real command line in subprocesses, in a copy of the project with
 ports of its own (so a cluster someone left running on the default ports is not touched). The
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +29,14 @@ from conftest import (
     SMALL_PROOF,
     copy_project,
     free_ports,
+    kill_inside_batch,
     listening_addresses,
     subprocess_environment,
 )
+from log_oracle import landed_lines
 
+from kappa_shop.generator import GeneratorConfig, generate
+from kappa_shop.log_format import TOPICS
 from kappa_shop.warehouse import SessionWarehouse, Warehouse, checksums, open_thrift, table_names
 
 # (`make test` runs this module with the rest; `make test-cluster` runs it alone: README, "Tests")
@@ -389,6 +395,84 @@ def test_the_same_log_gives_the_same_tables_on_local_and_cluster(cluster, spark,
             assert sum(rows for rows, _ in on_local.values()) > 300, schema
     finally:
         remote.close()
+
+
+# a log with every imperfection (late, redelivered, conflicting and malformed records), for
+# ingestion from Kafka on the cluster
+KAFKA_LOG = GeneratorConfig(
+    seed=23,
+    events=400,
+    days=1.0,
+    batches=3,
+    late_fraction=0.1,
+    duplicate_fraction=0.05,
+    conflict_fraction=0.02,
+    malformed_fraction=0.05,
+)
+
+
+def test_ingestion_from_kafka_on_the_cluster_killed_inside_a_batch_holds_each_record_once(
+    cluster, tmp_path
+):
+    # a broker beside the cluster (`kappa-shop kafka up` in the same project copy), a log
+    # produced to it, ingested from Kafka as an application on the cluster's master with a
+    # SIGKILL while batch 3 pauses between its raw tables, then ingested again: each record of
+    # each topic once in its raw table behind the Thrift Server, at the broker's offset
+    kafka_port = free_ports(2)
+    schema = "from_kafka"
+    settings = {"KAPPA_SHOP_KAFKA_PORT": str(kafka_port), "KAPPA_SHOP_SCHEMA": schema,
+                "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    environment = {**cluster.environment, **settings}
+    log = tmp_path / "log"
+    generate(KAFKA_LOG, log, progress=lambda message: None)
+    ingest = ("ingest", "--kafka", "--target", "cluster", "--topic-prefix", "shop.")
+    command = [sys.executable, "-m", "kappa_shop", "--project-dir", str(cluster.root), *ingest]
+    try:
+        started = cluster.run("kafka", "up", timeout=300, **settings)
+        assert started.returncode == 0, started.stdout + started.stderr
+        produced = cluster.run("produce", "--topic-prefix", "shop.", "--log", str(log), "--all",
+                               **settings)  # fmt: skip
+        assert produced.returncode == 0, produced.stdout + produced.stderr
+        raw_dir = cluster.root / ".cluster" / "warehouse" / f"{schema}_raw.db"
+        kill_inside_batch(
+            [*command, "--max-files-per-batch", "150", "--pause-between-writes", "1"],
+            cluster.root,
+            environment,
+            raw_dir,
+        )
+        again = cluster.run(*ingest, **settings)
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+        assert "ingestion batch 3:" in again.stdout  # the interrupted batch, replayed
+    finally:
+        cluster.run("kafka", "down", **settings)
+    produced_per_topic = Counter(line.topic for line in landed_lines(log))
+    remote = open_thrift(
+        {"host": "127.0.0.1", "port": cluster.thrift_port, "schema": "default"}, "cluster"
+    )
+    try:
+        for topic in TOPICS:
+            counts = remote.sql(
+                "select count(*) as total, count(distinct topic, partition, offset) as distinct,"
+                " count_if(topic != 'shop." + topic.name + "') as elsewhere from ("
+                "select get_json_object(raw_record, '$.topic') as topic,"
+                " get_json_object(raw_record, '$.partition') as partition,"
+                " get_json_object(raw_record, '$.offset') as offset"
+                f" from {schema}_raw.{topic.raw_table})"
+            )[0]
+            assert counts == {
+                "total": produced_per_topic[topic.name],
+                "distinct": produced_per_topic[topic.name],
+                "elsewhere": 0,
+            }, topic.name
+        receipts = remote.sql(
+            "select ingestion_batch_id, landed_record_count"
+            f" from {schema}_raw.raw_ingestion_batches order by ingestion_batch_id"
+        )
+    finally:
+        remote.close()
+    assert [row["ingestion_batch_id"] for row in receipts] == list(range(1, len(receipts) + 1))
+    assert len(receipts) >= 4
+    assert sum(row["landed_record_count"] for row in receipts) == sum(produced_per_topic.values())
 
 
 def test_down_stops_every_process_and_frees_the_ports(cluster):
