@@ -26,6 +26,7 @@ import pytest
 
 from kappa_shop.chaos import wait_for_the_group_to_die
 from kappa_shop.dbt import DbtProject
+from kappa_shop.generator import GeneratorConfig
 from kappa_shop.pipeline import BuildSummary, build
 from kappa_shop.verify import VerifyConfig
 
@@ -55,6 +56,18 @@ ONE_MODEL_PER_MODE = sorted(
     )
 )  # fmt: skip
 DELTA_TARGET = "local_delta"
+# a small log with more of every imperfection than the generator's defaults (late, redelivered,
+# conflicting and malformed records): what the Kafka tests produce to a broker
+IMPERFECT_LOG = GeneratorConfig(
+    seed=21,
+    events=700,
+    days=1.0,
+    batches=3,
+    late_fraction=0.1,
+    duplicate_fraction=0.05,
+    conflict_fraction=0.02,
+    malformed_fraction=0.05,
+)
 
 
 # The fixtures that start Spark, in this process or in a process of their own: every test that

@@ -11,6 +11,7 @@ module's fixture stops the cluster by pid even when a test fails.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    IMPERFECT_LOG,
     ONE_MODEL_PER_MODE,
     SMALL_PROOF,
     copy_project,
@@ -35,7 +37,7 @@ from conftest import (
 )
 from log_oracle import landed_lines
 
-from kappa_shop.generator import GeneratorConfig, generate
+from kappa_shop.generator import generate
 from kappa_shop.log_format import TOPICS
 from kappa_shop.warehouse import SessionWarehouse, Warehouse, checksums, open_thrift, table_names
 
@@ -399,16 +401,7 @@ def test_the_same_log_gives_the_same_tables_on_local_and_cluster(cluster, spark,
 
 # a log with every imperfection (late, redelivered, conflicting and malformed records), for
 # ingestion from Kafka on the cluster
-KAFKA_LOG = GeneratorConfig(
-    seed=23,
-    events=400,
-    days=1.0,
-    batches=3,
-    late_fraction=0.1,
-    duplicate_fraction=0.05,
-    conflict_fraction=0.02,
-    malformed_fraction=0.05,
-)
+KAFKA_LOG = dataclasses.replace(IMPERFECT_LOG, seed=23, events=400)
 
 
 def test_ingestion_from_kafka_on_the_cluster_killed_inside_a_batch_holds_each_record_once(

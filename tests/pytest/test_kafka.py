@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    IMPERFECT_LOG,
     ONE_MODEL_PER_MODE,
     SMALL_PROOF,
     copy_project,
@@ -39,7 +40,7 @@ from conftest import (
 from log_oracle import classify, defect, landed_lines
 
 from kappa_shop.cluster import process_alive
-from kappa_shop.generator import GeneratorConfig, generate
+from kappa_shop.generator import generate
 from kappa_shop.kafka import answers, jar_directory
 from kappa_shop.log_format import TOPICS
 
@@ -162,16 +163,7 @@ def test_jars_that_cannot_be_fetched_are_one_line(tmp_path):
 
 
 # a log with every imperfection, more of each than the generator's defaults
-PRODUCED_LOG = GeneratorConfig(
-    seed=21,
-    events=700,
-    days=1.0,
-    batches=3,
-    late_fraction=0.1,
-    duplicate_fraction=0.05,
-    conflict_fraction=0.02,
-    malformed_fraction=0.05,
-)
+PRODUCED_LOG = IMPERFECT_LOG
 # the log is produced under a prefix, as to a shared cluster's namespace: shop.order_events, ...
 PREFIX = "shop."
 # reads every record of the log's topics back from the broker, as Kafka's consumers see them
