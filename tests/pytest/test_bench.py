@@ -205,7 +205,11 @@ def test_the_usual_alternative_is_measured_beside_ours(bench):
         ours, theirs = (report["differences"][name][key] for key in ("exact_incremental",
                                                                       "lookback"))  # fmt: skip
         assert ours[:2] == [0, 0] and ours[2] > 0, (name, ours)  # ours: a full refresh's rows
-        assert theirs[2] > 0 and theirs[0] <= theirs[2], (name, theirs)
+        # the lookback's gap: this log holds back an order_placed and a page_view of
+        # 2024-03-25 to the late step, five days before the last day (03-30), where a 3-day
+        # lookback from it (03-27 on) does not reach: each baseline lacks a row of the full
+        # refresh (orders_daily's count of that day, page_views' view)
+        assert theirs[1] >= 1 and theirs[0] <= theirs[2], (name, theirs)
     table = (work / "out" / f"bench-{report['events']}.md").read_text()
     for name in lookback:
         assert f"| {name} | exact_incremental |" in table
@@ -219,7 +223,7 @@ def test_the_steps_are_one_percent_each_and_the_second_is_partly_late(bench, tmp
     total = records["base"] + records["plus_1pct"] + records["plus_1pct_late"]
     assert 0.01 <= records["plus_1pct"] / total < 0.02
     assert 0.01 <= records["plus_1pct_late"] / total < 0.02
-    # part of the late step is held back from the three days before it (about a tenth at 1M
+    # part of the late step is held back from the six days before it (about a tenth at 1M
     # events; less at this scale, where the simulation's last quiet hours are a larger share)
     assert records["held_back_late"] > 0
     assert 0.01 < records["held_back_late"] / records["plus_1pct_late"] < 0.3
