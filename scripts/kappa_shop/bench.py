@@ -81,6 +81,7 @@ MICROBATCH_MODEL = "bench_orders_daily_microbatch"
 LOOKBACK_MODELS = {
     "orders_daily": "bench_orders_daily_lookback",
     "page_views": "bench_page_views_lookback",
+    "sessions": "bench_sessions_lookback",
 }
 BASELINE_MODELS = (MICROBATCH_MODEL, *LOOKBACK_MODELS.values())
 BASELINE_VARS = {"kappa_bench_baselines": True}

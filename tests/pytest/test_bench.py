@@ -144,6 +144,7 @@ def test_the_baselines_compute_the_same_tables(bench):
         "plain dbt tables equal the contract's full refresh",
         "orders_daily equals a full refresh after the late step",
         "page_views equals a full refresh after the late step",
+        "sessions equals a full refresh after the late step",
         "microbatch equals orders_daily",
         "hand-written sessions equal dbt's",
         "hand-written orders_daily equals dbt's",
@@ -195,7 +196,8 @@ def test_the_usual_alternative_is_measured_beside_ours(bench):
     work, stdout, report = bench
     steps = {step["name"]: step for step in report["steps"]}
     lookback = {"orders_daily": "bench_orders_daily_lookback",
-                "page_views": "bench_page_views_lookback"}  # fmt: skip
+                "page_views": "bench_page_views_lookback",
+                "sessions": "bench_sessions_lookback"}  # fmt: skip
     for name in ("full refresh", "incremental +1%", "incremental +1% late"):
         # the baselines ran alone, after the project's models ran without them
         assert set(steps[f"{name}: insert_overwrite baselines"]["models"]) == set(lookback.values())
@@ -208,7 +210,7 @@ def test_the_usual_alternative_is_measured_beside_ours(bench):
         # the lookback's gap: this log holds back an order_placed and a page_view of
         # 2024-03-25 to the late step, five days before the last day (03-30), where a 3-day
         # lookback from it (03-27 on) does not reach: each baseline lacks a row of the full
-        # refresh (orders_daily's count of that day, page_views' view)
+        # refresh (orders_daily's count of that day, page_views' view, sessions' session)
         assert theirs[1] >= 1 and theirs[0] <= theirs[2], (name, theirs)
     table = (work / "out" / f"bench-{report['events']}.md").read_text()
     for name in lookback:
