@@ -5,6 +5,10 @@
     partition_by=['session_date'],
 ) }}
 
+{%- set lookback_start -%}
+    (select date_sub(max(built.session_date), {{ var('kappa_bench_lookback_days', 3) }}) from {{ this }} as built)
+{%- endset %}
+
 with
 
 -- sessions as a dbt user writes it for late data: the last days it has built, back to a fixed
@@ -15,10 +19,7 @@ activity as (
         struct(occurred_at, activity_event_id) as event_order
     from {{ ref('int_user_activity_sessionized') }}
     {% if is_incremental() %}
-        where activity_date >= (
-            select date_sub(max(built.session_date), {{ var('kappa_bench_lookback_days', 3) }})
-            from {{ this }} as built
-        )
+        where activity_date >= {{ lookback_start }}
     {% endif %}
 ),
 
@@ -31,10 +32,7 @@ orders_placed as (
     where
         event_type = 'order_placed'
         {% if is_incremental() %}
-            and to_date(occurred_at) >= (
-                select date_sub(max(built.session_date), {{ var('kappa_bench_lookback_days', 3) }})
-                from {{ this }} as built
-            )
+            and to_date(occurred_at) >= {{ lookback_start }}
         {% endif %}
 ),
 
