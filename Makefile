@@ -73,7 +73,17 @@ $(DEPS): $(STAMP) packages.yml
 	$(BIN)/dbt deps --quiet
 	@touch $@
 
-setup: $(STAMP) $(DEPS) $(if $(FAST_START),$(FAST_START_CONF)) ## create the virtualenv, install the pinned dependencies and the dbt packages (and the fast start, with KAPPA_SHOP_FAST_START=1)
+# Delta Lake's jars (the `local_delta` target's, the version of constraints.txt's delta-spark),
+# fetched once by Spark's Ivy into its cache, as the browser is installed once: the tests run on
+# Delta too and never skip, and a Spark that later starts with them reads the cache, offline too.
+DELTA_VERSION := $(shell sed -n 's/^delta-spark==//p' constraints.txt)
+DELTA_JAR := $(HOME)/.ivy2.5.2/jars/io.delta_delta-spark_2.13-$(DELTA_VERSION).jar
+$(DELTA_JAR): | $(STAMP)
+	@echo "Fetching Delta Lake's jars (io.delta:delta-spark_2.13:$(DELTA_VERSION), ~8 MB) into ~/.ivy2.5.2, once"
+	@$(BIN)/python -m kappa_shop.delta >$(VENV)/delta-jars.log 2>&1 || { tail -n 5 $(VENV)/delta-jars.log; \
+	  echo "make: Delta Lake's jars could not be fetched from Maven Central into ~/.ivy2.5.2 (above); the tests need them"; exit 1; }
+
+setup: $(STAMP) $(DEPS) $(DELTA_JAR) $(if $(FAST_START),$(FAST_START_CONF)) ## create the virtualenv, install the pinned dependencies, the dbt packages and Delta's jars (and the fast start, with KAPPA_SHOP_FAST_START=1)
 
 check: setup ## check the machine: Java 17 for Spark
 	@$(BIN)/kappa-shop check
@@ -101,8 +111,8 @@ browser: ## install Debian's chromium for the docs-site browser test, when missi
 
 lint: setup ## sqlfluff on the SQL (sparksql), ruff on the Python
 	$(BIN)/sqlfluff lint models tests/dbt
-	$(BIN)/ruff check scripts tests packages
-	$(BIN)/ruff format --check scripts tests packages
+	$(BIN)/ruff check scripts tests packages conftest.py
+	$(BIN)/ruff format --check scripts tests packages conftest.py
 
 # dbt parse starts no Spark: the virtualenv is all it needs, never the fast start (so a check
 # run in a copy of the project with this VENV never rebuilds it under others). Parsed whole:

@@ -62,8 +62,7 @@ def jar_url(version: str) -> str:
 def jars_unavailable(version: str, timeout: float = 15.0) -> str | None:
     """Why Spark could not get Delta's jars of `version` on this machine, or None if it can:
     they are in Ivy's cache, or Maven Central answers for them."""
-    cached = IVY_HOME / "jars" / f"{DELTA_ARTIFACT.replace(':', '_')}-{version}.jar"
-    if cached.is_file():
+    if cached_jar(version).is_file():
         return None
     request = urllib.request.Request(jar_url(version), method="HEAD")
     try:
@@ -76,3 +75,51 @@ def jars_unavailable(version: str, timeout: float = 15.0) -> str | None:
             f"Delta's jars are not in Ivy's cache ({IVY_HOME}) and Maven Central is "
             f"unreachable ({error})"
         )
+
+
+def cached_jar(version: str) -> Path:
+    """Where Spark's Ivy keeps the Delta jar of `version` once fetched."""
+    return IVY_HOME / "jars" / f"{DELTA_ARTIFACT.replace(':', '_')}-{version}.jar"
+
+
+def fetch_jars(root: Path, target: str = "local_delta") -> Path:
+    """Have Spark's Ivy fetch the Delta jars `target` names (with their dependencies) into its
+    cache, as a Spark of that target would on its first start: `make setup` does this once, so
+    that no test and no build depends on Maven Central answering later. Returns the jar."""
+    from kappa_shop.spark import profile_output
+
+    settings = profile_output(root, target)["server_side_parameters"]
+    version = check_delta_pin(settings, target)
+    if version is None:
+        raise KappaShopError(f"target {target!r} names no Delta jars (spark.jars.packages)")
+    jar = cached_jar(version)
+    if jar.is_file():
+        return jar
+    from pyspark.sql import SparkSession
+
+    # Spark resolves spark.jars.packages when its JVM starts, before any work: a local
+    # session of one core, stopped at once, is the whole fetch
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("kappa_shop_fetch_delta")
+        .config("spark.jars.packages", settings["spark.jars.packages"])
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    session.stop()
+    if not jar.is_file():
+        raise KappaShopError(
+            f"Spark's Ivy did not fetch {DELTA_ARTIFACT}:{version} into {IVY_HOME}: "
+            f"{jars_unavailable(version) or 'see its output above'}"
+        )
+    return jar
+
+
+if __name__ == "__main__":
+    import sys
+
+    try:
+        print(f"Delta Lake's jars are in Ivy's cache: {fetch_jars(Path.cwd())}")
+    except KappaShopError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)

@@ -9,7 +9,6 @@ ingestion and in-process dbt command of the run reuses it.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import shutil
 import signal
@@ -255,15 +254,29 @@ def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy_project(tmp_path_factory.mktemp("project") / "kappa_shop")
 
 
-@functools.cache
-def suite_has_delta() -> str | None:
-    """Why the suite's Spark cannot have Delta Lake (its jars neither fetchable nor in Ivy's
-    cache), or None when it can."""
-    from kappa_shop.delta import delta_version, jars_unavailable
+def missing_delta_jars() -> str | None:
+    """Why the suite's Spark cannot have Delta Lake (its jars are not in Ivy's cache, where
+    `make setup` fetches them), or None when it can."""
+    from kappa_shop.delta import IVY_HOME, cached_jar, delta_version
     from kappa_shop.spark import profile_output
 
-    settings = profile_output(REPO_ROOT, "local_delta")["server_side_parameters"]
-    return jars_unavailable(delta_version(settings) or "")
+    settings = profile_output(REPO_ROOT, DELTA_TARGET)["server_side_parameters"]
+    version = delta_version(settings) or "?"
+    if cached_jar(version).is_file():
+        return None
+    return (
+        f"Delta Lake's jars (io.delta:delta-spark_2.13:{version}) are not in Ivy's cache "
+        f"({IVY_HOME}), and the tests run on Delta too: run `make setup`, which fetches them"
+    )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Stop at once, in one line, when a test that starts Spark is to run and Delta's jars are
+    missing: every Spark of the suite has them (the spark fixture), and no test skips."""
+    if any(item.get_closest_marker("spark") for item in session.items):
+        reason = missing_delta_jars()
+        if reason is not None:
+            pytest.exit(reason, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")
@@ -275,8 +288,8 @@ def spark(project_copy: Path) -> Iterator[Any]:
     `local_delta` run in it alike: Delta's catalog hands every table that is not a Delta table
     to Spark's own session catalog, and dbt applies each target's runtime settings to the
     session it finds. `local` exactly as `make run` starts it, without Delta, runs in the
-    tests' subprocesses (faults, ingestion kills, chaos). Without Delta's jars, the
-    session is `local`'s and the Delta tests skip."""
+    tests' subprocesses (faults, ingestion kills, chaos). Delta's jars are a prerequisite
+    (`make setup` fetches them; pytest_collection_finish)."""
     from kappa_shop.spark import session_for
 
     previous_directory = Path.cwd()
@@ -287,7 +300,7 @@ def spark(project_copy: Path) -> Iterator[Any]:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ.pop("KAPPA_SHOP_SCHEMA", None)
     try:
-        yield session_for(project_copy, "local" if suite_has_delta() else "local_delta")
+        yield session_for(project_copy, DELTA_TARGET)
     finally:
         os.chdir(previous_directory)
         os.environ.clear()
@@ -321,14 +334,6 @@ def built_project(spark: Any, project_copy: Path) -> BuiltProject:
     return BuiltProject(root=project_copy, dbt=project, summary=build(project))
 
 
-def skip_without_delta() -> None:
-    """Skip, with the reason, when the suite's Spark has no Delta (its jars could be neither
-    fetched nor found in Ivy's cache: suite_has_delta)."""
-    reason = suite_has_delta()
-    if reason is not None:
-        pytest.skip(f"Delta Lake cannot run on this machine: {reason}")
-
-
 @dataclass
 class DeltaProof:
     checked: str  # what `kappa-shop check --target local_delta` printed
@@ -350,7 +355,6 @@ def delta_proof(
     from kappa_shop.cli import main
     from kappa_shop.verify import verify
 
-    skip_without_delta()
     checked = io.StringIO()
     with contextlib.redirect_stdout(checked):
         status = main(["check", "--target", DELTA_TARGET])

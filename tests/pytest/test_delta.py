@@ -20,7 +20,6 @@ from conftest import (
     ONE_MODEL_PER_MODE,
     REPO_ROOT,
     SMALL_PROOF,
-    skip_without_delta,
 )
 
 from kappa_shop.dbt import DbtProject
@@ -254,7 +253,6 @@ def format_switch(spark, project_copy, tmp_path_factory):
     test_sample_pipeline runs them on parquet, and here the rows are what is compared): each
     build's summary, the formats after the second, the tests `dbt ls` names and the docs'
     catalog (generated into a target path of its own: the project copy's is the sample's)."""
-    skip_without_delta()
     parquet = DbtProject(root=project_copy, profiles_dir=project_copy)
     delta = DbtProject(root=project_copy, target=TARGET, profiles_dir=project_copy)
     listed = delta.invoke(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DELTA_TARGET, edited, skip_without_delta
+from conftest import DELTA_TARGET, edited
 
 from kappa_shop import serving
 from kappa_shop.dbt import DbtProject
@@ -65,7 +65,6 @@ def _same(warehouse: Any, relations: dict[str, str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def scenario(spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFactory):
-    skip_without_delta()
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setenv("KAPPA_SHOP_SCHEMA", SERVING)
     # on Delta (test_reprocess_killed reprocesses on parquet)
