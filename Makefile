@@ -146,8 +146,8 @@ pytest-cluster: setup
 SEEDS  ?= 1,2,3
 EVENTS ?= 3000
 ROUNDS ?= 5
-DAYS   ?= 2
-verify: check ## the proof for SEEDS (1,2,3), EVENTS (3000), ROUNDS (5) and DAYS (2): make verify SEEDS=7
+DAYS   ?= 7
+verify: check ## the proof for SEEDS (1,2,3), EVENTS (3000), ROUNDS (5) and DAYS (7): make verify SEEDS=7
 	$(BIN)/kappa-shop verify --seeds $(SEEDS) --events $(EVENTS) --rounds $(ROUNDS) --days $(DAYS)
 
 BENCH_EVENTS ?= 1000000

@@ -226,10 +226,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the proof: incremental builds over a random arrival schedule equal a full refresh",
         description=(
             "Generate a log with every imperfection, deliver it in random rounds (out of order, "
-            "late-only, duplicates-only), ingest and build incrementally after each round, build "
-            "twice once and replay the last run (idempotence), then build a full refresh of the "
-            "same raw tables into another schema and diff every model. Prints a table per model "
-            "and exits 1 on any difference."
+            "late-only, duplicates-only, late events at the edges of every declared reach, a few "
+            "late events of an old day), ingest and build incrementally after each round (one "
+            "round first rebuilds an upstream model of each mode alone with --full-refresh; the "
+            "ledger compacts), build twice once and replay the last run (idempotence), then "
+            "build a full refresh of the same raw tables into another schema and diff every "
+            "model. Prints a table per model and exits 1 on any difference, on a model not "
+            "diffed, and on a model that wrote nothing after its first build."
         ),
     )
     verify.add_argument(
@@ -239,14 +242,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--events", type=int, default=3_000, help="events per log (default 3000)")
     verify.add_argument(
-        "--rounds", type=int, default=5, help="delivery rounds, the redelivery included (default 5)"
+        "--rounds",
+        type=int,
+        default=5,
+        help="delivery rounds, the redelivery included: at least 3 (default 5)",
     )
     verify.add_argument(
         "--days",
         type=float,
-        default=2.0,
-        help="the simulated period in days; a longer one puts late events days behind the newest "
-        "(default 2)",
+        default=7.0,
+        help="the simulated period in days; a longer one puts late events days behind the newest, "
+        "with days of history on both sides (default 7)",
     )
     verify.add_argument(
         "--vars",

@@ -1,14 +1,21 @@
 """The proof: every incremental model equals a full refresh, whatever the arrival schedule.
 
 1. Generate a log with every imperfection (seed, scale).
-2. Deliver its arrival batches in K rounds, in a random order (seeded): rounds of several
-   batches, batches delivered before older ones, the stragglers-only batch (late events only)
-   and a round that redelivers an already delivered batch whole (duplicates only); then two
-   rounds of one batch each with late events at the edges of every reach the models declare,
-   just inside and just outside it, around one midnight: the first round's all before it, the
-   second's at or after it (kappa_shop.reach_edges).
+2. Deliver its arrival batches in K rounds, in a random order (seeded): K-1 rounds of several
+   batches, in which a batch of the first overtakes an older one of the second, batches
+   delivered before older ones, the stragglers-only batch (late events only), and a round
+   that redelivers an already delivered batch whole (duplicates only); then two rounds of one
+   batch each with late events at the edges of every reach the models declare, just inside
+   and just outside it, around two midnights (kappa_shop.reach_edges); and last, a round of a
+   few events of one old day held back from their batches, with days of history on both
+   sides, so that what a run recomputes beyond that day follows from each model's declared
+   reach alone (add_old_day_batch).
 3. After each round: ingest, then an incremental `dbt build` (data tests included, unit tests
    left out: the proof must catch on its own what they would) into <prefix>_incremental.
+   The second arrival round first rebuilds one upstream model of each mode alone with
+   `dbt run --full-refresh` (chosen by the seed), as after a change to its logic; the
+   incremental builds then meet parents rebuilt since their last run. The batch ledger is
+   compacted along the way (kappa_ledger_compact_after 3, unless the vars say otherwise).
    One round's build runs twice (idempotence); and at the end each model's last recorded run
    is forgotten and redone, as after a crash between writing a table and committing its
    batches: nothing may change. With data_tests="full-refresh" the data tests run only in
@@ -19,7 +26,9 @@
    build (the diff alone).
 4. `dbt build --full-refresh` over the same raw tables into <prefix>_full.
 5. Diff every model of the two schemas, key by key where the model declares its grain
-   (`meta.grain`), row for row otherwise. Any difference fails the proof.
+   (`meta.grain`), row for row otherwise. Any difference fails the proof; so does a model of
+   the selection left out of the diff, and one that wrote nothing in any incremental build
+   after the first (it proved nothing about its incremental runs).
 With `selector` (a YAML selector, such as one_model_per_mode), steps 3-5 build, test and
 diff its models only.
 
@@ -48,11 +57,20 @@ from kappa_shop.errors import KappaShopError
 from kappa_shop.generator import GeneratorConfig, generate, read_manifest
 from kappa_shop.ingest import KafkaSource, checkpoint_dir, ingest
 from kappa_shop.landing import deliver
-from kappa_shop.reach_edges import add_edge_batches, declared_reaches
+from kappa_shop.reach_edges import (
+    add_edge_batches,
+    add_old_day_batch,
+    choose_old_day,
+    declared_reaches,
+)
 from kappa_shop.warehouse import Warehouse, checksums, columns
 
 REDELIVERY = "redelivery"
-REACH_EDGES = "reach edges"  # a batch of kappa_shop.reach_edges, delivered alone and last
+REACH_EDGES = "reach edges"  # a batch of kappa_shop.reach_edges, delivered alone, near the end
+OLD_DAY = "old day"  # a few held-back events of one old day (add_old_day_batch), delivered last
+# the ledger compacts inside every proof (kappa_ledger_compact_after) unless its vars say
+# otherwise: a model's ledger rows past two or three are merged, several times over a proof
+PROOF_COMPACT_AFTER = 3
 # When the proof's builds run the project's data tests: in every build, in the full refresh
 # only (the diff carries their verdict to the incremental tables it finds equal), or in none
 # (the diff alone)
@@ -68,7 +86,7 @@ class VerifyConfig:
     rounds: int = 5
     # the simulated period: a longer one spreads the rounds over more days, so that a late
     # event's day lies days before the newest (what running totals and reaches must follow)
-    days: float = 2.0
+    days: float = 7.0
     schema_prefix: str = "verify"
     # dbt vars for every build of the proof (the project's settings to prove, such as
     # kappa_ledger_compact_after); raw_schema is the proof's own
@@ -85,8 +103,10 @@ class VerifyConfig:
             raise KappaShopError(f"--events must be at least 100 (got {self.events})")
         if not 0 < self.days <= 60:
             raise KappaShopError(f"--days must be more than 0 and at most 60 (got {self.days:g})")
-        if not 2 <= self.rounds <= 50:
-            raise KappaShopError(f"--rounds must be 2..50 (got {self.rounds})")
+        if not 3 <= self.rounds <= 50:
+            # (two arrival rounds at least, whose batches overtake each other, and the
+            # redelivery)
+            raise KappaShopError(f"--rounds must be 3..50 (got {self.rounds})")
         if "raw_schema" in self.dbt_vars:
             raise KappaShopError("--vars cannot set raw_schema: the proof's raw tables are its own")
         if self.data_tests not in DATA_TESTS:
@@ -100,7 +120,10 @@ class Round:
     """One delivery round: generator batches to land, or one batch to land again whole."""
 
     batches: tuple[int, ...]
-    kind: str = "arrival"  # or REDELIVERY, or REACH_EDGES
+    kind: str = "arrival"  # or REDELIVERY, REACH_EDGES, OLD_DAY
+    # models rebuilt alone with --full-refresh after the round's ingestion and before its
+    # incremental build (as after a change to their logic: `dbt run -s <model> --full-refresh`)
+    rebuilt: tuple[str, ...] = ()
 
 
 @dataclass
@@ -132,6 +155,12 @@ class VerifyReport:
     failed_tests: list[str] = field(default_factory=list)
     # each build of the proof, in order: its label and how many data tests it ran
     data_tests_run: list[tuple[str, int]] = field(default_factory=list)
+    # models of the selection the diff did not compare (the proof fails on any)
+    undiffed: list[str] = field(default_factory=list)
+    # models of the selection that wrote nothing in any incremental build after the first,
+    # although every round brings them new input (the proof fails on any: it proved nothing
+    # about their incremental runs)
+    idle: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -139,12 +168,15 @@ class VerifyReport:
             all(diff.equal for diff in self.diffs)
             and not self.idempotence_failures
             and not self.failed_tests
+            and not self.undiffed
+            and not self.idle
         )
 
 
 def plan_schedule(batch_numbers: list[int], rounds: int, seed: int) -> list[Round]:
-    """Cut the arrival batches into `rounds` delivery rounds in a shuffled order, plus one
-    round that redelivers an already delivered batch (duplicates only)."""
+    """Cut the arrival batches into `rounds` - 1 delivery rounds in a shuffled order, in which
+    a batch of the first round always overtakes one of the second (it is delivered before an
+    older one), plus one round that redelivers an already delivered batch (duplicates only)."""
     rng = random.Random(seed * 7919 + 17)
     order = list(batch_numbers)
     # keep rough time order but let batches overtake each other: sort by a jittered position
@@ -152,6 +184,11 @@ def plan_schedule(batch_numbers: list[int], rounds: int, seed: int) -> list[Roun
     arrival_rounds = max(1, rounds - 1)
     cuts = sorted(rng.sample(range(1, len(order)), min(arrival_rounds - 1, len(order) - 1)))
     groups = [order[start:end] for start, end in zip([0, *cuts], [*cuts, len(order)], strict=True)]
+    if len(groups) > 1 and max(groups[0]) < min(groups[1]):
+        # no batch of the first round overtook one of the second: swap the newest of the first
+        # with the oldest of the second, so that one does
+        newest, oldest = max(groups[0]), min(groups[1])
+        groups[0][groups[0].index(newest)], groups[1][groups[1].index(oldest)] = oldest, newest
     schedule = [Round(tuple(group)) for group in groups]
     position = rng.randint(1, len(schedule))
     delivered = [number for entry in schedule[:position] for number in entry.batches]
@@ -240,6 +277,7 @@ class _Log:
     landing_dir: Path
     batches: list[int]
     schedule: list[Round]
+    models: list[str]  # the models the proof builds and diffs (its selection's)
     kafka: KafkaSource | None = None  # with the proof's topic prefix
 
 
@@ -283,11 +321,20 @@ def _prepare(project: DbtProject, config: VerifyConfig, work_dir: Path) -> _Log:
     log_dir = work_dir / "log"
     generate(generated, log_dir, progress=lambda message: None)
     batches = [entry["batch"] for entry in read_manifest(log_dir)["batches"]]
+    manifest = project.invoke("parse", "--quiet")
     # late events at the edges of every reach the models declare, each side a batch of its
-    # own, delivered alone after every other round
-    edges = add_edge_batches(log_dir, declared_reaches(project.invoke("parse", "--quiet")))
+    # own, delivered alone after every other round; then a few events of an old day, alone
+    held_back = choose_old_day(log_dir)
+    edges = add_edge_batches(log_dir, declared_reaches(manifest), held_back)
+    old_day = add_old_day_batch(log_dir, held_back) if held_back is not None else None
     schedule = plan_schedule(batches, config.rounds, config.seed)
     schedule += [Round((number,), REACH_EDGES) for number in edges]
+    schedule += [Round((old_day,), OLD_DAY)] if old_day is not None else []
+    models = _selected_models(project, config.selector)
+    # the second arrival round rebuilds an upstream model of each mode alone first
+    second = [index for index, entry in enumerate(schedule) if entry.kind == "arrival"][1]
+    rebuilt = _upstream_models(manifest, models, config.seed)
+    schedule[second] = replace(schedule[second], rebuilt=rebuilt)
     kafka = None
     if config.kafka is not None:
         # topics of this proof's own: empty at its start, whatever ran before
@@ -299,10 +346,58 @@ def _prepare(project: DbtProject, config: VerifyConfig, work_dir: Path) -> _Log:
         full_schema=f"{prefix}_full",
         log_dir=log_dir,
         landing_dir=work_dir / "landing",
-        batches=batches + edges,
+        batches=batches + edges + ([old_day] if old_day is not None else []),
         schedule=schedule,
+        models=models,
         kafka=kafka,
     )
+
+
+def _selected_models(project: DbtProject, selector: str | None) -> list[str]:
+    """The models the proof builds: its selector's, or those of a plain `dbt build`."""
+    selected = ("--selector", selector) if selector else ()
+    listed = project.invoke(
+        "ls", "--resource-type", "model", "--output", "name", "--log-level", "none", *selected
+    )
+    return sorted(listed)
+
+
+def contract_mode(node: Any) -> str | None:
+    """How an exact_incremental model keeps up (the package's kappa._contract_mode): 'batches',
+    'days' or 'keys'; None for any other model."""
+    if node.config.materialized != "exact_incremental":
+        return None
+    partition_by = node.config.get("partition_by") or []
+    columns = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+    if columns and columns[0] == "_ingestion_batch_id":
+        return "batches"
+    return "keys" if node.config.get("recompute_key") else "days"
+
+
+def _upstream_models(manifest: Any, models: list[str], seed: int) -> tuple[str, ...]:
+    """One model of each mode that another model of the proof reads, chosen by the seed: what
+    the proof rebuilds alone with --full-refresh in one round (the models downstream then
+    meet a parent rebuilt since their last run)."""
+    nodes = {
+        node.name: node
+        for node in manifest.nodes.values()
+        if node.resource_type == "model" and node.name in models
+    }
+    parents = {
+        manifest.nodes[parent].name
+        for node in nodes.values()
+        for parent in node.depends_on.nodes
+        if parent in manifest.nodes
+    }
+    rng = random.Random(seed * 104729 + 3)
+    chosen = []
+    for mode in ("batches", "days", "keys"):
+        candidates = sorted(
+            name for name in parents & nodes.keys() if contract_mode(nodes[name]) == mode
+        )
+        if candidates:
+            chosen.append(rng.choice(candidates))
+    return tuple(chosen)
 
 
 def _land(project: DbtProject, log: _Log, number: int, entry: Round) -> tuple[str, Any]:
@@ -396,10 +491,11 @@ def _prove(
         f"Proof: seed {config.seed}, ~{config.events:,} events, {len(batches)} arrival batches "
         f"in {len(schedule)} rounds: "
         + "  ".join(
-            {REDELIVERY: "re", REACH_EDGES: "edges"}.get(entry.kind, "")
+            {REDELIVERY: "re", REACH_EDGES: "edges", OLD_DAY: "old-day"}.get(entry.kind, "")
             + "["
             + ",".join(str(number) for number in entry.batches)
             + "]"
+            + (f"+rebuilt({','.join(entry.rebuilt)})" if entry.rebuilt else "")
             for entry in schedule
         )
         + {
@@ -415,7 +511,13 @@ def _prove(
         )
     )
 
-    dbt_vars = json.dumps({**config.dbt_vars, "raw_schema": raw_schema})
+    dbt_vars = json.dumps(
+        {
+            "kappa_ledger_compact_after": PROOF_COMPACT_AFTER,
+            **config.dbt_vars,
+            "raw_schema": raw_schema,
+        }
+    )
     # the proof stands on its own: unit tests (which run in every ordinary `dbt build`) are
     # left out, so a bug they would catch must show up here as a difference
     selected = ("--selector", config.selector) if config.selector else ()
@@ -447,15 +549,24 @@ def _prove(
         return result
 
     idempotence_failures: list[str] = []
+    wrote_incrementally: set[str] = set()  # models that wrote in a build after the first
     with building_into(incremental_schema):
         idempotence_round = len(schedule) // 2
         models: list[str] = []
         for number, entry in enumerate(schedule, start=1):
             delivered, report = _land(project, log, number, entry)
+            if entry.rebuilt:
+                project.invoke(
+                    "run", "--vars", dbt_vars, "--quiet", "--full-refresh",
+                    "--select", *entry.rebuilt,
+                )  # fmt: skip
+                progress(f"  round {number}: rebuilt {', '.join(entry.rebuilt)} alone")
             result = run_build(label=f"round {number}")
             models = sorted(
                 {item.node.name for item in result.results if item.node.resource_type == "model"}
             )
+            if number > 1:
+                wrote_incrementally |= _models_that_wrote(result)
             progress(
                 f"  round {number}/{len(schedule)}: {delivered}, ingestion batch(es) "
                 f"{','.join(str(batch.ingestion_batch_id) for batch in report.batches)}; "
@@ -494,7 +605,31 @@ def _prove(
         diff_model(warehouse, model, grains.get(model, []), incremental_schema, full_schema)
         for model in models
     ]
-    return VerifyReport(config, schedule, diffs, idempotence_failures, failed_tests, data_tests_run)
+    return VerifyReport(
+        config,
+        schedule,
+        diffs,
+        idempotence_failures,
+        failed_tests,
+        data_tests_run,
+        undiffed=sorted(set(log.models) - set(models)),
+        idle=sorted(set(log.models) - wrote_incrementally),
+    )
+
+
+# what a model's run result says when the run wrote nothing (the materialization's noop)
+_NOTHING_WRITTEN = ("up to date through ingestion batch", "touch none of its partitions")
+
+
+def _models_that_wrote(result: Any) -> set[str]:
+    """The models a build wrote (rows of new batches, recomputed days or buckets, a rebuild)."""
+    return {
+        item.node.name
+        for item in result.results
+        if item.node.resource_type == "model"
+        and str(item.status) == "success"
+        and not any(phrase in str(item.message or "") for phrase in _NOTHING_WRITTEN)
+    }
 
 
 def _check_selector(root: Path, name: str) -> None:
@@ -543,6 +678,12 @@ def format_report(report: VerifyReport) -> str:
             lines += [f"    {sample}" for sample in diff.sample]
     lines += [f"IDEMPOTENCE: {failure}" for failure in report.idempotence_failures]
     lines += [f"FAILED TEST: {failure}" for failure in report.failed_tests]
+    lines += [f"NOT DIFFED: {model}, a model of the proof's selection" for model in report.undiffed]
+    lines += [
+        f"IDLE: {model} wrote nothing in any incremental build, although every round brings "
+        "it new input"
+        for model in report.idle
+    ]
     if report.data_tests_run:
         lines.append(
             "Data tests run per build: "
@@ -559,5 +700,7 @@ def format_report(report: VerifyReport) -> str:
             else ""
         )
         + (f"; {len(report.failed_tests)} failed data tests" if report.failed_tests else "")
+        + (f"; {len(report.undiffed)} models not diffed" if report.undiffed else "")
+        + (f"; {len(report.idle)} models idle after their first build" if report.idle else "")
     )
     return "\n".join(lines)

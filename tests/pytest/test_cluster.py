@@ -255,6 +255,8 @@ def test_the_proof_holds_on_the_cluster(cluster):
         str(SMALL_PROOF.events),
         "--rounds",
         str(SMALL_PROOF.rounds),
+        "--days",
+        str(SMALL_PROOF.days),
         # the diff alone: the data tests run on Delta's full refresh of the same log, which
         # test_the_same_log_gives_the_same_tables_on_local_and_cluster finds equal to this one's
         "--data-tests",

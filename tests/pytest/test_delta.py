@@ -28,6 +28,7 @@ from kappa_shop.errors import KappaShopError
 from kappa_shop.pipeline import build
 from kappa_shop.spark import profile_output
 from kappa_shop.verify import building_into, format_report
+from kappa_shop.warehouse import checksums
 
 TARGET = DELTA_TARGET
 # (conftest's delta_proof: SMALL_PROOF on Delta, one seed; the proof's schedules are tested for
@@ -262,9 +263,17 @@ def format_switch(spark, project_copy, tmp_path_factory):
     tests = list(listed)
     builds = {}
     docs = tmp_path_factory.mktemp("delta_switch_docs")
+    sums = {}  # each build's row count and checksum of every column, per model
+
+    def checksummed(label: str) -> None:
+        names = [f"{VERSION}.{table.name}" for table in builds[label].tables]
+        sums[label] = checksums(parquet.warehouse(), names)
+
     with building_into("delta_switch"):
         builds["parquet"] = build(parquet, docs=False, log_source="seeds", tests=False)
+        checksummed("parquet")
         builds["delta"] = build(delta, docs=False, log_source="seeds")
+        checksummed("delta")
         delta.invoke(
             "docs", "generate", "--select", "fqn:*", "source:*", "--target-path", str(docs)
         )
@@ -281,17 +290,25 @@ def format_switch(spark, project_copy, tmp_path_factory):
             for model in models
         }
         builds["parquet again"] = build(parquet, docs=False, log_source="seeds", tests=False)
-    return docs, builds, formats, tests
+        checksummed("parquet again")
+    return docs, builds, formats, tests, sums
 
 
 def test_switching_the_format_rebuilds_each_model_once_and_loses_nothing(format_switch):
-    docs, builds, formats, tests = format_switch
+    docs, builds, formats, tests, sums = format_switch
     rows = {label: {t.name: t.rows for t in summary.tables} for label, summary in builds.items()}
     parquet = rows["parquet"]
     assert len(parquet) == 35 and sum(parquet.values()) > 0
     # on Delta: every model rebuilt once as a Delta table (a parquet table cannot be written in
-    # place), with the same rows, every data and unit test passing, and the docs' catalog
+    # place), with the same rows (the same checksum of every column of every row), every data
+    # and unit test passing, and the docs' catalog
     assert rows["delta"] == parquet
+    assert len(sums["parquet"]) == 35
+    assert sums["delta"] == sums["parquet"], {
+        name: (sums["parquet"][name], sums["delta"][name])
+        for name in sums["parquet"]
+        if sums["delta"][name] != sums["parquet"][name]
+    }
     assert {model: entry["format"] for model, entry in formats.items()} == dict.fromkeys(
         parquet, "delta"
     )
@@ -306,5 +323,6 @@ def test_switching_the_format_rebuilds_each_model_once_and_loses_nothing(format_
     assert "model.kappa_shop.sessions" in catalog["nodes"]
     # and back to parquet: the same rows again
     assert rows["parquet again"] == parquet
+    assert sums["parquet again"] == sums["parquet"]
     for label in ("parquet", "parquet again"):
         assert builds[label].tests_passed is None

@@ -571,6 +571,7 @@ def test_the_proof_from_kafka_passes(broker, tmp_path):
         root,
         [sys.executable, "-m", "kappa_shop", "--project-dir", str(root), "verify", "--kafka",
          "--seeds", str(proof.seed), "--events", str(proof.events), "--rounds", str(proof.rounds),
+         "--days", str(proof.days),
          "--data-tests", proof.data_tests, "--selector", str(proof.selector),
          "--work-dir", str(tmp_path / "verify")],
         timeout=1200,

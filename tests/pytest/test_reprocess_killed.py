@@ -72,6 +72,9 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     command("ingest", "--landing", str(landing))
     seen["next build"] = command("build", "--log", "ingested", "--no-docs", "--no-tests")
     seen["versions"] = command("versions")
+    # a reprocess run again to its end (not switched): the rows of the version served through
+    # the kill, kept up by incremental runs, against a rebuild of every model from the log
+    seen["reprocessed again"] = command("reprocess", "--no-switch")
     return seen
 
 
@@ -121,3 +124,14 @@ def test_readers_names_point_at_the_served_version_and_the_killed_one_is_listed(
     assert re.fullmatch(
         rf"\d+ views in {SERVING}, {SERVING}_reference point at version 1", lines[-1]
     ), lines[-1]
+
+
+def test_the_served_version_has_the_rows_of_a_rebuild_from_the_log(killed):
+    output = killed["reprocessed again"]
+    # (version 2 was killed: the reprocess run again builds version 3 beside version 1)
+    assert "Version 3 against version 1 (served)" in output, output[-3000:]
+    compared = re.search(r"^  (\d+) of (\d+) differ$", output, re.MULTILINE)
+    assert compared, output[-3000:]
+    # every serving name compared row for row (row count and a checksum of every column), and
+    # none differs
+    assert compared[1] == "0" and int(compared[2]) >= 35, output[-3000:]

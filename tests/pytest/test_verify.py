@@ -16,7 +16,16 @@ from conftest import REPO_ROOT, copy_project, ledger_rows
 
 from kappa_shop.cli import main
 from kappa_shop.dbt import DbtProject
-from kappa_shop.verify import REDELIVERY, VerifyConfig, format_report, plan_schedule, verify
+from kappa_shop.verify import (
+    OLD_DAY,
+    REACH_EDGES,
+    REDELIVERY,
+    VerifyConfig,
+    contract_mode,
+    format_report,
+    plan_schedule,
+    verify,
+)
 
 
 def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, monkeypatch):
@@ -47,16 +56,28 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, 
 
     print(format_report(report))
     assert report.passed, format_report(report)
-    assert any(entry.kind == REDELIVERY for entry in report.schedule)
-    # nine builds: each round's (4, and the 2 reach-edge rounds), the second build of one
-    # round, the replay and the full refresh; every data test in the last
+    kinds = [entry.kind for entry in report.schedule]
+    assert kinds.count(REDELIVERY) == 1 and kinds[-3:] == [REACH_EDGES, REACH_EDGES, OLD_DAY]
+    # the second arrival round rebuilt one upstream model of each mode alone first
+    rebuilt = [entry.rebuilt for entry in report.schedule if entry.rebuilt]
+    assert len(rebuilt) == 1 and len(rebuilt[0]) == 3, report.schedule
+    manifest = project.invoke("parse", "--quiet")
+    modes = {node.name: contract_mode(node) for node in manifest.nodes.values()}
+    assert sorted(modes[name] for name in rebuilt[0]) == ["batches", "days", "keys"]
+    # ten builds: each round's (4, the 2 reach-edge rounds, the old day's), the second build
+    # of one round, the replay and the full refresh; every data test in the last
     labels = [label for label, _ in report.data_tests_run]
     assert labels[-2:] == ["replay of the last runs", "full refresh"], labels
     counts = [count for _, count in report.data_tests_run]
-    assert len(counts) == 9, report.data_tests_run
-    assert counts[:8] == [0] * 8 and counts[8] >= 200, report.data_tests_run
+    assert len(counts) == 10, report.data_tests_run
+    assert counts[:9] == [0] * 9 and counts[9] >= 200, report.data_tests_run
     by_model = {diff.model: diff for diff in report.diffs}
-    assert len(by_model) >= 16
+    # every model of the project diffed (the bench's baselines are not built by a plain build),
+    # and each wrote something in an incremental build (report.idle, part of passed)
+    models = {
+        path.stem for path in (project_copy / "models").rglob("*.sql") if "bench" not in path.parts
+    }
+    assert set(by_model) == models and not report.undiffed and not report.idle
     for model in ("stg_web__events", "stg_log__quarantined_records", "ingestion_lateness"):
         assert by_model[model].full_rows > 0, model
     schema = f"verify_{seed}_incremental"
@@ -207,6 +228,86 @@ def test_schedules_shuffle_and_redeliver():
     assert redelivered in {number for entry in before for number in entry.batches}
 
 
+def test_in_every_schedule_a_batch_overtakes_an_older_one():
+    # the smallest proofs have two arrival rounds: a batch of the first is always newer than
+    # one of the second, whatever the seed's jitter did
+    for seed in range(1, 60):
+        schedule = plan_schedule(list(range(1, 7)), rounds=3, seed=seed)
+        first, second = (entry.batches for entry in schedule if entry.kind != REDELIVERY)
+        assert max(first) > min(second), (seed, schedule)
+        assert sorted(first + second) == list(range(1, 7))
+
+
+def test_the_old_day_batch_holds_a_few_events_of_one_old_day_moved_out_of_their_batches(
+    tmp_path,
+):
+    from kappa_shop.generator import GeneratorConfig, generate, read_manifest
+    from kappa_shop.reach_edges import Reach, add_edge_batches, add_old_day_batch, choose_old_day
+
+    # (`make verify`'s scale: a week, with days of events around midnight to copy)
+    generate(GeneratorConfig(seed=2, events=3000, days=7.0), tmp_path, progress=lambda _: None)
+
+    def lines() -> dict[str, list[tuple[str, str]]]:
+        """Every line of the log (its batch directory, its text), by topic and partition."""
+        found: dict[str, list[tuple[str, str]]] = {}
+        for path in sorted(tmp_path.glob("batch=*/topics/*/partition=*/*.jsonl")):
+            for line in path.read_text().splitlines():
+                found.setdefault(f"{path.parts[-3]}/{path.parts[-2]}", []).append(
+                    (path.parts[-5], line)
+                )
+        return found
+
+    old_day = choose_old_day(tmp_path)
+    assert old_day is not None
+    add_edge_batches(tmp_path, [Reach(), Reach(before=3600), Reach(after=1800)], old_day)
+    before = lines()
+    number = add_old_day_batch(tmp_path, old_day)
+    after = lines()
+
+    entry = read_manifest(tmp_path)["batches"][-1]
+    assert entry["batch"] == number and entry["stragglers_only"]
+    moved = [
+        json.loads(line) for rows in after.values() for directory, line in rows
+        if directory == entry["directory"]
+    ]  # fmt: skip
+    # events of one day, nothing else: two of each topic that has two that day, the earliest
+    # and the latest (one where a topic has one: profile changes are rare)
+    assert len(moved) == entry["records"] >= 10
+    assert {record["event_time"][:10] for record in moved} == {entry["old_day"]}
+    assert set(entry["records_by_topic"]) == {
+        key.split("/")[0]
+        for key, rows in before.items()
+        for _, line in rows
+        if f'"event_time":"{entry["old_day"]}' in line
+    }
+    assert all(1 <= count <= 2 for count in entry["records_by_topic"].values())
+    # moved, not copied: the same lines, each once (a record keeps its offset)
+    assert {key: sorted(line for _, line in rows) for key, rows in before.items()} == {
+        key: sorted(line for _, line in rows) for key, rows in after.items()
+    }
+    assert sum(entry["records"] for entry in read_manifest(tmp_path)["batches"]) == sum(
+        len(rows) for rows in after.values()
+    )
+    # the day has days of events before and after it, and lies two days or more from the day
+    # before the first reach-edge midnight and the second's midnight (whose misses a later
+    # run must not hide)
+    day = datetime.fromisoformat(entry["old_day"])
+    event_days = {
+        line.split('"event_time":"')[1][:10]
+        for rows in before.values()
+        for _, line in rows
+        if '"event_time":"' in line
+    }
+    assert (day - timedelta(days=1)).date().isoformat() in event_days
+    assert (day + timedelta(days=1)).date().isoformat() in event_days
+    edges = [e["reach_edges"].split() for e in read_manifest(tmp_path)["batches"][-3:-1]]
+    missable = [
+        datetime.fromisoformat(moment[:10]) - timedelta(days=1 if side == "after" else 0)
+        for side, moment in edges
+    ]
+    assert min(abs((day - other).days) for other in missable) >= 2, (day, missable)
+
+
 def test_the_reach_edge_batches_keep_each_side_of_a_midnight_apart(tmp_path):
     # (a days model with a reach of one hour before, one of 30 minutes after, and the
     # boundary itself), over four days: the first batch's copies all lie at or after one
@@ -269,7 +370,8 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(
 
     status = main(
         ["--project-dir", str(project), "verify", "--seeds", "7", "--events", "500",
-         "--rounds", "2", "--data-tests", "none", "--selector", "one_model_per_mode",
+         "--rounds", "3", "--days", "4", "--data-tests", "none",
+         "--selector", "one_model_per_mode",
          "--work-dir", str(tmp_path / "proof")]
     )  # fmt: skip
 
@@ -282,8 +384,9 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(
     builds = re.findall(
         r"(round \d+(?:, built again)?|replay of the last runs|full refresh) (\d+)", tested[1]
     )
-    # 2 rounds and 2 reach-edge rounds, one built again, the replay, the full refresh
-    assert len(builds) == 7 and {count for _, count in builds} == {"0"}, tested[0]
+    # 3 rounds, 2 reach-edge rounds and the old day's, one built again, the replay, the full
+    # refresh
+    assert len(builds) == 9 and {count for _, count in builds} == {"0"}, tested[0]
     assert "DIFFERENT" in out
     assert "Proof FAILED" in out
     assert "the proof failed for seed(s) 7" in err
