@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 from conftest import (
     IMPERFECT_LOG,
-    ONE_MODEL_PER_MODE,
     SMALL_PROOF,
+    TRACED_PATHS,
     copy_project,
     free_ports,
     kill_inside_batch,
@@ -378,7 +378,7 @@ def test_the_same_log_gives_the_same_tables_on_local_and_cluster(cluster, spark,
     # equal to its full refresh, so they are equal across the targets too. And the data tests,
     # which ran on Delta's full refresh, give the cluster's tables the same verdict.
     assert delta_proof.report.passed
-    assert sorted(diff.model for diff in delta_proof.report.diffs) == ONE_MODEL_PER_MODE
+    assert sorted(diff.model for diff in delta_proof.report.diffs) == TRACED_PATHS
     local = SessionWarehouse(spark)
     remote = open_thrift(
         {"host": "127.0.0.1", "port": cluster.thrift_port, "schema": "default"}, "cluster"

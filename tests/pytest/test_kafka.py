@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from conftest import (
     IMPERFECT_LOG,
-    ONE_MODEL_PER_MODE,
     SMALL_PROOF,
+    TRACED_PATHS,
     copy_project,
     free_ports,
     kill_inside_batch,
@@ -583,8 +583,8 @@ def test_the_proof_from_kafka_passes(broker, tmp_path):
     rounds = re.findall(r"round \d+/\d+: (\d+) records produced, ingestion batch", result.stdout)
     assert len(rounds) >= 4 and all(int(count) > 0 for count in rounds), result.stdout
     assert (
-        f"Proof PASSED (seed {proof.seed}): {len(ONE_MODEL_PER_MODE)} of "
-        f"{len(ONE_MODEL_PER_MODE)} models equal their full refresh"
+        f"Proof PASSED (seed {proof.seed}): {len(TRACED_PATHS)} of "
+        f"{len(TRACED_PATHS)} models equal their full refresh"
     ) in result.stdout
     tests_run = re.search(r"full refresh (\d+)$", result.stdout, re.MULTILINE)
     assert tests_run and int(tests_run[1]) > 0  # the data tests ran, and passed (PASSED)
