@@ -262,6 +262,37 @@ def _edge_batches(
     return [("after", ba, copies[("after", ba)]), ("before", bb, copies[("before", bb)])]
 
 
+def _append_batch(
+    log_dir: Path,
+    manifest: dict[str, Any],
+    number: int,
+    lines: dict[tuple[str, int], list[str]],
+    **label: str,
+) -> None:
+    """Write arrival batch `number` of the log: each topic-partition's lines (in offset order)
+    as one file named by its first offset, and its entry in `manifest` (a batch of late events
+    only, with `label`: what it is for)."""
+    directory = f"batch={number:06d}"
+    records_by_topic: dict[str, int] = defaultdict(int)
+    for (topic, partition), written in sorted(lines.items()):
+        first = json.loads(written[0])["offset"]
+        path = log_dir / directory / "topics" / topic / f"partition={partition}"
+        path.mkdir(parents=True, exist_ok=True)
+        (path / f"{topic}+{partition}+{first:012d}.jsonl").write_text("\n".join(written) + "\n")
+        records_by_topic[topic] += len(written)
+    manifest["batches"].append(
+        {
+            "batch": number,
+            "directory": directory,
+            "files": len(lines),
+            "records": sum(records_by_topic.values()),
+            "records_by_topic": dict(records_by_topic),
+            "stragglers_only": True,
+            **label,
+        }
+    )
+
+
 def add_edge_batches(
     log_dir: Path, reaches: list[Reach], old_day: datetime | None = None
 ) -> list[int]:
@@ -274,7 +305,6 @@ def add_edge_batches(
     numbers = []
     for side, boundary, copies in _edge_batches(events, reaches, old_day):
         number = max(entry["batch"] for entry in manifest["batches"]) + 1
-        directory = f"batch={number:06d}"
         by_partition: dict[tuple[str, int], list[str]] = defaultdict(list)
         for topic, planned in copies.items():
             for index, (original, moment) in enumerate(planned):
@@ -289,24 +319,10 @@ def add_edge_batches(
                     event_time=_format_time(moment),
                 )
                 by_partition[(topic, partition)].append(json.dumps(record, separators=(",", ":")))
-        records_by_topic: dict[str, int] = defaultdict(int)
-        for (topic, partition), lines in sorted(by_partition.items()):
-            first = next_offset[f"{topic}/{partition}"]
-            path = log_dir / directory / "topics" / topic / f"partition={partition}"
-            path.mkdir(parents=True, exist_ok=True)
-            (path / f"{topic}+{partition}+{first:012d}.jsonl").write_text("\n".join(lines) + "\n")
-            next_offset[f"{topic}/{partition}"] = first + len(lines)
-            records_by_topic[topic] += len(lines)
-        manifest["batches"].append(
-            {
-                "batch": number,
-                "directory": directory,
-                "files": len(by_partition),
-                "records": sum(records_by_topic.values()),
-                "records_by_topic": dict(records_by_topic),
-                "stragglers_only": True,
-                "reach_edges": f"{side} {_format_time(boundary)}",
-            }
+        for (topic, partition), written in by_partition.items():
+            next_offset[f"{topic}/{partition}"] += len(written)
+        _append_batch(
+            log_dir, manifest, number, by_partition, reach_edges=f"{side} {_format_time(boundary)}"
         )
         numbers.append(number)
     manifest["partition_end_offsets"] = next_offset
@@ -389,26 +405,10 @@ def add_old_day_batch(log_dir: Path, old_day: datetime, per_topic: int = 2) -> i
         source["records"] -= len(numbers)
         source["records_by_topic"][topic] -= len(numbers)
     number = max(entry["batch"] for entry in manifest["batches"]) + 1
-    directory = f"batch={number:06d}"
-    records_by_topic: dict[str, int] = defaultdict(int)
-    for (topic, partition), records in sorted(by_partition.items()):
-        records.sort(key=lambda record: record["offset"])
-        path = log_dir / directory / "topics" / topic / f"partition={partition}"
-        path.mkdir(parents=True, exist_ok=True)
-        (path / f"{topic}+{partition}+{records[0]['offset']:012d}.jsonl").write_text(
-            "".join(record["_line"] + "\n" for record in records)
-        )
-        records_by_topic[topic] += len(records)
-    manifest["batches"].append(
-        {
-            "batch": number,
-            "directory": directory,
-            "files": len(by_partition),
-            "records": sum(records_by_topic.values()),
-            "records_by_topic": dict(records_by_topic),
-            "stragglers_only": True,
-            "old_day": old_day.date().isoformat(),
-        }
-    )
+    lines = {
+        key: [record["_line"] for record in sorted(records, key=lambda record: record["offset"])]
+        for key, records in by_partition.items()
+    }
+    _append_batch(log_dir, manifest, number, lines, old_day=old_day.date().isoformat())
     (log_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return number
