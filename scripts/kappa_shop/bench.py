@@ -62,6 +62,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from kappa_shop.bench_checks import check_models, model_grains
 from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
 from kappa_shop.generator import MAX_FIRST_OFFSET, GeneratorConfig, read_manifest
@@ -92,6 +93,11 @@ PLAIN_SUFFIX = "_plain"
 # late) applied to the benchmark's history and to a history a tenth of its size
 BATCH_EVENTS = 10_000
 SMALL_SUFFIX = "_tenth"
+# where every model is checked against a full refresh of the same records (check_every_model)
+LATE_POINT = "after the late step"
+BATCH_POINT = "after the fixed batch"
+TENTH_POINT = "after the fixed batch on a tenth"
+SUCCESSIVE_POINT = "after the last run"
 # The driver (heap) of the process that ingests the base alone: the same at every scale
 ALONE_DRIVER_MEMORY = "1g"
 ALONE_RAW_SCHEMA = "bench_alone_raw"
@@ -166,6 +172,8 @@ class BenchReport:
     machine: dict[str, str]
     steps: list[Step] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)
+    # per check of every model against a full refresh (bench_checks): the models it compared
+    compared: dict[str, list[str]] = field(default_factory=dict)
     # per day model with a lookback baseline: its rows that differ from a full refresh after
     # the late step, ours and the baseline's (only in the table, only in the full refresh)
     differences: dict[str, dict[str, list[int]]] = field(default_factory=dict)
@@ -465,15 +473,13 @@ def run_bench(
         gap, length = _session_vars(project)
         with step("hand-written PySpark job", "sessions and orders_daily from the raw tables"):
             handwritten.run(spark, project.raw_schema, f"{schema}_handwritten", gap, length)
-        report.checks["hand-written sessions equal dbt's"] = _compare(
-            warehouse, f"{schema}.sessions", f"{schema}_handwritten.sessions",
-            "user_id, session_started_at, session_ended_at, event_count",
-        )  # fmt: skip
-        report.checks["hand-written orders_daily equals dbt's"] = _compare(
-            warehouse, f"{schema}.orders_daily", f"{schema}_handwritten.orders_daily",
-            "order_date, orders_placed_count, orders_paid_count, payment_failures_count, "
-            "orders_shipped_count, orders_cancelled_count, revenue, paying_customer_count",
-        )  # fmt: skip
+        for name, check in (
+            ("sessions", "hand-written sessions equal dbt's"),
+            ("orders_daily", "hand-written orders_daily equals dbt's"),
+        ):  # every column of dbt's table, key by key
+            report.checks[check] = check_models(
+                warehouse, {name: recorder.grains[name]}, schema, f"{schema}_handwritten"
+            )
         recorder.proportionality(events, seed, work_dir)
     return report
 
@@ -506,6 +512,7 @@ def run_successive(
             with recorder.step(f"incremental {group}", f"{records[group]:,} new records") as models:
                 recorder.dbt_run(models)
         recorder.nothing_new()
+        recorder.check_every_model(SUCCESSIVE_POINT)
     return recorder.report
 
 
@@ -564,6 +571,9 @@ class _Recorder:
             steps=[generated],
         )
         self.variables = ("--vars", json.dumps({"raw_schema": project.raw_schema, **BASELINE_VARS}))
+        # the project's models and their grains (set by the first full refresh): what the
+        # equality checks compare
+        self.grains: dict[str, list[str]] = {}
         self.memory = MemorySampler(os.getpid())
 
     def __enter__(self) -> _Recorder:
@@ -613,9 +623,9 @@ class _Recorder:
         *arguments: str,
         select: list[str] | None = None,
         variables: tuple[str, ...] | None = None,
-    ) -> None:
+    ) -> Any:
         """Run the project's models (not the baselines), or the models of `select`, and keep
-        each model's own wall time (dbt's run results)."""
+        each model's own wall time (dbt's run results); dbt's result."""
         selection = ["--select", *select] if select else ["--exclude", *BASELINE_MODELS]
         result = self.project.invoke(
             "run", *(variables or self.variables), *selection, *arguments, "--quiet"
@@ -626,14 +636,16 @@ class _Recorder:
             if item.node.resource_type == "model"
         }
         models.update(sorted(timings.items(), key=lambda item: -item[1]))
+        return result
 
     def parse_and_full_refresh(self) -> None:
-        """`dbt parse`, then a full refresh of the project's models on the base."""
+        """`dbt parse`, then a full refresh of the project's models on the base: the models
+        every check compares (`grains`)."""
         with self.step("dbt parse"):
             self.project.invoke("parse", *self.variables, "--quiet")
         base = self.report.records["base"]
         with self.step("full refresh", f"all models, {base:,} records") as models:
-            self.dbt_run(models, "--full-refresh")
+            self.grains = model_grains(self.dbt_run(models, "--full-refresh"))
 
     PLAIN = "full refresh as plain dbt tables"
     WARM = "full refresh again, warm"
@@ -672,26 +684,13 @@ class _Recorder:
         so that both run in a JVM the first full refresh has warmed (the first build of a JVM
         also compiles the code of its statements: it took 78 s against 49 s at 1M events);
         checked to hold the same rows, model by model."""
-        contract = next(step for step in self.report.steps if step.name == "full refresh")
-        schema = self.schema
         detail = "all models, no contract"
         with self.plain_tables() as variables, self.step(self.PLAIN, detail) as models:
             self.dbt_run(models, "--full-refresh", variables=variables)
         with self.step(self.WARM, "all models, right after the plain tables") as models:
             self.dbt_run(models, "--full-refresh")
-        differing = {
-            name: result
-            for name in sorted(contract.models)
-            if not (result := _compare(self.warehouse, f"{schema}.{name}",
-                                       f"{schema}{PLAIN_SUFFIX}.{name}",
-                                       _comparable(self.spark, f"{schema}.{name}"))
-                    ).startswith("equal")
-        }  # fmt: skip
-        self.report.checks["plain dbt tables equal the contract's full refresh"] = (
-            f"equal ({len(contract.models)} models)"
-            if not differing
-            else "DIFFERENT: "
-            + "; ".join(f"{name}: {result}" for name, result in differing.items())
+        self.report.checks["plain dbt tables equal the contract's full refresh"] = check_models(
+            self.warehouse, self.grains, self.schema, self.schema + PLAIN_SUFFIX
         )
 
     def proportionality(self, events: int, seed: int, work_dir: Path) -> None:
@@ -723,6 +722,7 @@ class _Recorder:
         land_and_ingest(batch_log, self.landing, raw, "ingest the fixed batch")
         with self.step(self.BATCH_ON_HISTORY, detail) as models:
             self.dbt_run(models)
+        self.check_every_model(BATCH_POINT)
         tenth_landing = self.landing.with_name(self.landing.name + SMALL_SUFFIX)
         tenth_raw = self.schema + SMALL_SUFFIX + "_raw"
         land_and_ingest(tenth_log, tenth_landing, tenth_raw, "ingest a tenth of the history")
@@ -734,24 +734,38 @@ class _Recorder:
             land_and_ingest(batch_log, tenth_landing, tenth_raw, "ingest the fixed batch, a tenth")
             with self.step(self.BATCH_ON_TENTH, detail) as models:
                 self.dbt_run(models, variables=variables)
+        self.check_every_model(TENTH_POINT, SMALL_SUFFIX, tenth_raw)
+
+    def check_every_model(self, point: str, suffix: str = "", raw_schema: str = "") -> None:
+        """Every model of `<schema><suffix>` against a full refresh of the same records: the
+        project's models rebuilt as plain dbt tables in `<schema><suffix>_plain` from
+        `raw_schema` (the benchmark's when empty), a step of its own; then compared model by
+        model, every column (bench_checks), as the check `every model equals a full refresh
+        <point>`."""
+        built, reference = self.schema + suffix, self.schema + suffix + PLAIN_SUFFIX
+        raw = raw_schema or self.project.raw_schema
+        step = self.step(f"{self.PLAIN}, {point}", f"all models, every record of {raw}")
+        with (
+            self.elsewhere(suffix + PLAIN_SUFFIX, {**PLAIN_VARS, "raw_schema": raw}) as variables,
+            step,
+        ):
+            self.dbt_run({}, "--full-refresh", variables=variables)
+        check, started = f"every model equals a full refresh {point}", time.monotonic()
+        self.report.checks[check] = check_models(self.warehouse, self.grains, built, reference)
+        self.report.compared[check] = sorted(self.grains)
+        seconds = time.monotonic() - started
+        self.say(f"bench: {check}: {self.report.checks[check]} (compared in {seconds:.1f} s)")
 
     def differences_from_a_full_refresh(self) -> None:
-        """After the late step: the day models with a lookback baseline and their ancestors
-        rebuilt as plain dbt tables on every record so far (`<schema>_plain`); then the rows of
-        ours and of each baseline that differ from them. Ours differing is a failed check."""
+        """After the late step: every model against a full refresh on every record so far (in
+        `<schema>_plain`, check_every_model); then the rows of ours and of each lookback
+        baseline that differ from it, for the table of the usual alternative."""
         schema, plain = self.schema, self.schema + PLAIN_SUFFIX
-        selection = [f"+{name}" for name in LOOKBACK_MODELS]
-        step = self.step(f"{self.PLAIN}, every record", " ".join(selection))
-        with self.plain_tables() as variables, step:
-            self.project.invoke("run", *variables, "--select", *selection, "--full-refresh",
-                                "--quiet")  # fmt: skip
+        self.check_every_model(LATE_POINT)
         for name, baseline in LOOKBACK_MODELS.items():
             ours = _differences(self.warehouse, f"{schema}.{name}", f"{plain}.{name}", "*")
             theirs = _differences(self.warehouse, f"{schema}.{baseline}", f"{plain}.{name}", "*")
             self.report.differences[name] = {"exact_incremental": ours, "lookback": theirs}
-            self.report.checks[f"{name} equals a full refresh after the late step"] = (
-                _difference_text(ours, f"{schema}.{name}", f"{plain}.{name}")
-            )
 
     def nothing_new(self) -> None:
         """An incremental run with no new records: the fixed cost of a run."""
@@ -776,7 +790,8 @@ def _start_clean(project: DbtProject, landing: Path) -> None:
 
     warehouse = project.warehouse()
     shutil.rmtree(landing, ignore_errors=True)
-    schemas = ("_raw", "", "_handwritten", PLAIN_SUFFIX, SMALL_SUFFIX, SMALL_SUFFIX + "_raw")
+    schemas = ("_raw", "", "_handwritten", PLAIN_SUFFIX, SMALL_SUFFIX, SMALL_SUFFIX + "_raw",
+               SMALL_SUFFIX + PLAIN_SUFFIX)  # fmt: skip
     shutil.rmtree(landing.with_name(landing.name + SMALL_SUFFIX), ignore_errors=True)
     for schema in (project.schema + suffix for suffix in schemas):
         if schema_exists(warehouse, schema):
@@ -793,17 +808,6 @@ def _event_days(warehouse: Any, schema: str) -> tuple[str, str]:
         f"from {schema}.stg_orders__order_events"
     )[0]
     return row["first_day"], row["end_day"]
-
-
-def _comparable(spark: Any, table: str) -> str:
-    """The columns of `table` for a set operation: variant and map columns (which EXCEPT
-    refuses) as their JSON text."""
-    return ", ".join(
-        f"to_json(`{column.name}`) as `{column.name}`"
-        if column.dataType.typeName() in ("variant", "map")
-        else f"`{column.name}`"
-        for column in spark.table(table).schema.fields
-    )
 
 
 def _differences(warehouse: Any, left: str, right: str, columns: str) -> list[int]:
@@ -918,10 +922,16 @@ def format_report(report: BenchReport) -> str:
     lines += ["", "| ratio | measured | target |", "|---|---:|---|"]
     lines += [f"| {name} | {value} | {target} |" for name, value, target in ratios]
     lines += ["", *format_alternative(report)]
-    lines += ["", "| check | result |", "|---|---|"]
-    lines += [f"| {name} | {result} |" for name, result in report.checks.items()]
+    lines += ["", *format_checks(report)]
     lines += ["", *format_profile(report)]
     return "\n".join(lines)
+
+
+def format_checks(report: BenchReport) -> list[str]:
+    """Every equality check and its result (how many models and rows it compared, or what
+    differs)."""
+    lines = ["| check | result |", "|---|---|"]
+    return lines + [f"| {name} | {result} |" for name, result in report.checks.items()]
 
 
 def format_alternative(report: BenchReport) -> list[str]:
@@ -1005,6 +1015,7 @@ def format_successive(report: BenchReport) -> str:
                 f"| {item.name.removeprefix('incremental ')} | {item.seconds / full:.1%} "
                 f"| {compiling} | at most 10% |"
             )
+    lines += ["", *format_checks(report)]
     lines += ["", *format_profile(report)]
     return "\n".join(lines)
 

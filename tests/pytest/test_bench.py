@@ -45,48 +45,77 @@ STEPS = [
     "incremental +1% late",
     "incremental +1% late: insert_overwrite baselines",
     "incremental, nothing new",
-    "full refresh as plain dbt tables, every record",
+    "full refresh as plain dbt tables, after the late step",
     "backfill 30 days: exact_incremental",
     "backfill 30 days: dbt microbatch",
     "full refresh for sessions and orders_daily",
     "hand-written PySpark job",
     "ingest the fixed batch",
     "the fixed batch on the whole history",
+    "full refresh as plain dbt tables, after the fixed batch",
     "ingest a tenth of the history",
     "full refresh of a tenth of the history",
     "ingest the fixed batch, a tenth",
     "the fixed batch on a tenth of the history",
+    "full refresh as plain dbt tables, after the fixed batch on a tenth",
 ]
+# the checks of every model against a full refresh of the same records, by the schema they
+# check and the schema of the full refresh
+EVERY_MODEL_CHECKS = {
+    "every model equals a full refresh after the late step": (
+        "kappa_shop_bench", "kappa_shop_bench_plain"
+    ),
+    "every model equals a full refresh after the fixed batch": (
+        "kappa_shop_bench", "kappa_shop_bench_plain"
+    ),
+    "every model equals a full refresh after the fixed batch on a tenth": (
+        "kappa_shop_bench_tenth", "kappa_shop_bench_tenth_plain"
+    ),
+}  # fmt: skip
 
 
 def _temporary_views(spark: Any) -> set[str]:
     return {table.name for table in spark.catalog.listTables() if table.isTemporary}
 
 
-def _bench_in_process(spark: Any, work: Path, *arguments: str) -> str:
+def _bench_in_process(
+    spark: Any, work: Path, *arguments: str, status: int = 0, before_checks: Any = None
+) -> tuple[str, str]:
     """`kappa-shop bench ARGUMENTS` run in this process (the suite's Spark, its project copy
     the working directory), with dbt's log in `work`/dbt-logs (the bench's own runs, to count
-    in); what it printed. Put back afterwards: the schema it sets, and the session without the
+    in), required to exit with `status`; what it printed on stdout and on stderr. With
+    `before_checks`, that function is called with the schema checked before each check of
+    every model. Put back afterwards: the schema it sets, and the session without the
     temporary view dbt-spark's incremental materialization leaves (the microbatch baseline's
     `__dbt_tmp`, which `show tables` would list in every schema)."""
-    printed = io.StringIO()
+    from kappa_shop.bench import _Recorder
+
+    printed, errors = io.StringIO(), io.StringIO()
     views_before = _temporary_views(spark)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DBT_LOG_PATH", str(work / "dbt-logs"))
         patch.setenv("KAPPA_SHOP_SCHEMA", "unused")  # (restored: bench sets its own)
-        with contextlib.redirect_stdout(printed):
-            status = main(["bench", "--events", str(EVENTS), "--work-dir", str(work / "out"),
-                           *arguments])  # fmt: skip
+        if before_checks is not None:
+            check_every_model = _Recorder.check_every_model
+
+            def seeded(recorder: Any, point: str, suffix: str = "", raw_schema: str = "") -> None:
+                before_checks(recorder.schema + suffix)
+                check_every_model(recorder, point, suffix, raw_schema)
+
+            patch.setattr(_Recorder, "check_every_model", seeded)
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):
+            returned = main(["bench", "--events", str(EVENTS), "--work-dir", str(work / "out"),
+                             *arguments])  # fmt: skip
     for view in _temporary_views(spark) - views_before:
         spark.catalog.dropTempView(view)
-    assert status == 0, printed.getvalue()[-4000:]
-    return printed.getvalue()
+    assert returned == status, printed.getvalue()[-4000:] + errors.getvalue()[-2000:]
+    return printed.getvalue(), errors.getvalue()
 
 
 @pytest.fixture(scope="module")
 def bench(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Any]:
     work = tmp_path_factory.mktemp("bench")
-    stdout = _bench_in_process(spark, work)
+    stdout, _ = _bench_in_process(spark, work)
     report = json.loads((work / "out" / f"bench-{_events(work)}.json").read_text())
     return work, stdout, report
 
@@ -142,9 +171,7 @@ def test_the_baselines_compute_the_same_tables(bench):
     _, _, report = bench
     assert set(report["checks"]) == {
         "plain dbt tables equal the contract's full refresh",
-        "orders_daily equals a full refresh after the late step",
-        "page_views equals a full refresh after the late step",
-        "sessions equals a full refresh after the late step",
+        *EVERY_MODEL_CHECKS,
         "microbatch equals orders_daily",
         "hand-written sessions equal dbt's",
         "hand-written orders_daily equals dbt's",
@@ -154,41 +181,84 @@ def test_the_baselines_compute_the_same_tables(bench):
     # the plain tables: every model of the project's full refresh, compared one by one
     models = next(step for step in report["steps"] if step["name"] == "full refresh")["models"]
     assert len(models) > 30
-    assert report["checks"]["plain dbt tables equal the contract's full refresh"] == (
-        f"equal ({len(models)} models)"
+    assert report["checks"]["plain dbt tables equal the contract's full refresh"].startswith(
+        f"equal ({len(models)} models, "
     )
+    # the hand-written tables: one model each, every column of dbt's (sessions: 16)
+    for name in ("hand-written sessions equal dbt's", "hand-written orders_daily equals dbt's"):
+        assert report["checks"][name].startswith("equal (1 model, "), name
 
 
-def test_a_check_finding_a_difference_fails_the_bench_in_one_line(bench, spark, capsys):
-    # the bench's own comparison of its orders_daily with a copy of it (equal) and with the
-    # copy less one row (a real difference), then the command's exit status for each
-    from kappa_shop.bench import BenchReport, _comparable, _compare
+def test_every_model_equals_a_full_refresh_after_the_late_step_and_each_fixed_batch(bench, spark):
+    _, stdout, report = bench
+    models = next(step for step in report["steps"] if step["name"] == "full refresh")["models"]
+    steps = {step["name"] for step in report["steps"]}
+    for check, (_, reference) in EVERY_MODEL_CHECKS.items():
+        # every model of the project compared, all equal, the count in the report's table
+        assert report["compared"][check] == sorted(models), check
+        result = report["checks"][check]
+        assert result.startswith(f"equal ({len(models)} models, "), (check, result)
+        assert f"| {check} | {result} |" in stdout
+        # the full refresh compared against, a step of its own, holds every model
+        point = check.removeprefix("every model equals a full refresh ")
+        assert f"full refresh as plain dbt tables, {point}" in steps
+        tables = {row.tableName for row in spark.sql(f"show tables in {reference}").collect()}
+        assert set(models) <= tables, (reference, set(models) - tables)
+
+
+def test_a_check_finding_a_difference_names_the_models_and_fails_the_bench(bench, spark, capsys):
+    # the bench's check of every model on its own tables against copies of them: one copy
+    # equal, one less a row (a day of orders_daily), one with a value changed (a session's
+    # event count); then the command's exit status for each
+    from pyspark.sql import functions as F
+
+    from kappa_shop.bench import BenchReport
+    from kappa_shop.bench_checks import check_models
     from kappa_shop.cli import _bench_status
     from kappa_shop.warehouse import SessionWarehouse
 
     warehouse = SessionWarehouse(spark)
-    ours = "kappa_shop_bench.orders_daily"
-    columns = _comparable(spark, ours)
-    spark.table(ours).createOrReplaceTempView("a_copy")
-    spark.sql(
-        f"select * from {ours} except all (select * from {ours} order by order_date limit 1)"
-    ).createOrReplaceTempView("less_one_row")
+    ours, copies = "kappa_shop_bench", "bench_checks_copies"
+    # (their meta.grain)
+    grains = {"orders_daily": ["order_date"], "page_views": ["page_view_id"],
+              "sessions": ["session_id"]}  # fmt: skip
+
+    def copy(model: str, rows: Any) -> None:
+        spark.sql(f"drop table if exists {copies}.{model}")
+        rows.write.format("parquet").saveAsTable(f"{copies}.{model}")
+
+    spark.sql(f"create schema {copies}")
     try:
+        for model in grains:
+            copy(model, spark.table(f"{ours}.{model}"))
         report = BenchReport(events=EVENTS, records={}, machine={})
-        report.checks["a copy"] = _compare(warehouse, ours, "a_copy", columns)
-        assert report.checks["a copy"].startswith("equal (")
+        report.checks["copies"] = check_models(warehouse, grains, ours, copies)
+        assert report.checks["copies"].startswith("equal (3 models, ")
         assert _bench_status(report) == 0 and capsys.readouterr().err == ""
-        report.checks["less a row"] = _compare(warehouse, ours, "less_one_row", columns)
+
+        orders_daily, sessions = (
+            spark.table(f"{ours}.orders_daily"),
+            spark.table(f"{ours}.sessions"),
+        )
+        first_day = orders_daily.agg(F.min("order_date")).first()[0]
+        copy("orders_daily", orders_daily.where(F.col("order_date") != first_day))
+        first_session = sessions.agg(F.min("session_id")).first()[0]
+        one_more = F.when(F.col("session_id") == first_session, F.col("event_count") + 1)
+        copy(
+            "sessions", sessions.withColumn("event_count", one_more.otherwise(F.col("event_count")))
+        )
+        report.checks["seeded"] = check_models(warehouse, grains, ours, copies)
     finally:
-        spark.catalog.dropTempView("less_one_row")
-        spark.catalog.dropTempView("a_copy")
-    assert report.checks["less a row"] == (
-        "DIFFERENT: 1 rows only in kappa_shop_bench.orders_daily, 0 only in less_one_row"
+        spark.sql(f"drop schema {copies} cascade")
+    assert report.checks["seeded"] == (
+        "DIFFERENT: 2 of 3 models differ: "
+        f"orders_daily (1 rows only in {ours}, 0 only in {copies}, 0 with other values); "
+        f"sessions (0 rows only in {ours}, 0 only in {copies}, 1 with other values)"
     )
     assert _bench_status(report) == 1
     assert capsys.readouterr().err.splitlines() == [
-        "kappa-shop bench: 1 equality check(s) found a difference: less a row "
-        "(the table above says what differs)"
+        f"kappa-shop bench: 1 equality check(s) found a difference: seeded: "
+        f"{report.checks['seeded']}"
     ]
 
 
@@ -245,9 +315,11 @@ def test_one_fixed_batch_is_applied_to_the_history_and_to_a_tenth_of_it(bench, s
     total = records["base"] + records["plus_1pct"] + records["plus_1pct_late"]
     assert 0.08 < records["tenth_history"] / total < 0.12
     assert 950 <= records["fixed_batch"] < 1_100  # about 1,000 events (the least), redeliveries
-    # the same records, past every offset of both histories, staged in both schemas
+    # the same records, past every offset of both histories, staged in both schemas, and in
+    # the full refreshes each was checked against after the batch
     streams = yaml.safe_load((REPO_ROOT / "dbt_project.yml").read_text())["vars"]["log_streams"]
-    for schema in ("kappa_shop_bench", "kappa_shop_bench_tenth"):
+    for schema in ("kappa_shop_bench", "kappa_shop_bench_tenth", "kappa_shop_bench_plain",
+                   "kappa_shop_bench_tenth_plain"):  # fmt: skip
         staged = sum(
             spark.sql(
                 f"select count(*) from {schema}.{stream['deliveries_model']} "
@@ -312,16 +384,18 @@ def test_each_dbt_run_reads_the_ledger_once(bench):
     log = (work / "dbt-logs" / "dbt.log").read_text()
     runs = log.count("START hook: kappa_shop.on-run-start.0 ")
     # two full refreshes, three incremental runs, three of the insert_overwrite baselines, two
-    # backfills, the floor's build, the fixed batch's; two of plain dbt tables in a schema of
-    # their own; a full refresh and the fixed batch's run on a tenth of the history
-    assert runs == 16
+    # backfills, the floor's build, the fixed batch's; three of plain dbt tables in a schema
+    # of their own (the floor, the full refreshes after the late step and the fixed batch); a
+    # full refresh and the fixed batch's run on a tenth of the history, and its plain tables
+    assert runs == 18
     ledger = (
         r"from kappa_shop_bench{}\.kappa_consumed_batches\s+\) as kappa_ledger_coverage\s+"
         r"(--[^\n]*\s+)?where not covered\s+group by model_name"
     )
     assert len(re.findall(ledger.format(""), log)) == 12
-    assert len(re.findall(ledger.format("_plain"), log)) == 2
+    assert len(re.findall(ledger.format("_plain"), log)) == 3
     assert len(re.findall(ledger.format("_tenth"), log)) == 2
+    assert len(re.findall(ledger.format("_tenth_plain"), log)) == 1
 
 
 def test_a_bench_too_small_to_split_is_refused_in_one_line(tmp_path):
@@ -342,14 +416,25 @@ SUCCESSIVE_STEPS = [
     "ingest run 2",
     "incremental run 2",
     "incremental, nothing new",
+    "full refresh as plain dbt tables, after the last run",
 ]
 
 
-def test_successive_runs_are_measured_one_after_another_in_one_jvm(bench, spark):
+def test_successive_runs_are_measured_one_after_another_in_one_jvm_and_checked(bench, spark):
     work, _, report = bench
-    stdout = _bench_in_process(
-        spark, work, "--successive", "2", "--schema", "kappa_shop_successive"
-    )
+    # a day of orders_daily's incremental table deleted before the check (as an emptied
+    # partition kept would): the check finds that and nothing else, and the command exits 1
+    schema = "kappa_shop_successive"
+
+    def delete_a_day(checked: str) -> None:
+        assert checked == schema
+        first_day = spark.sql(f"select min(order_date) from {schema}.orders_daily").first()[0]
+        spark.sql(f"alter table {schema}.orders_daily drop partition (order_date = '{first_day}')")
+
+    stdout, stderr = _bench_in_process(
+        spark, work, "--successive", "2", "--schema", schema, status=1,
+        before_checks=delete_a_day,
+    )  # fmt: skip
     # the log of the standard run is reused, not generated again
     assert f"Reusing the log in {work / 'out'}" in stdout
     successive = json.loads((work / "out" / f"bench-successive-{_events(work)}.json").read_text())
@@ -373,6 +458,18 @@ def test_successive_runs_are_measured_one_after_another_in_one_jvm(bench, spark)
     table = (work / "out" / f"bench-successive-{_events(work)}.md").read_text()
     assert "| run 1 |" in table and "| run 2 |" in table
     assert "| incremental run 2 |" in stdout
+    # every model compared with a full refresh of the same records: the deleted day only
+    check = "every model equals a full refresh after the last run"
+    assert successive["compared"] == {check: sorted(models)}
+    result = successive["checks"][check]
+    assert result == (
+        f"DIFFERENT: 1 of {len(models)} models differ: orders_daily (0 rows only in {schema}, "
+        f"1 only in {schema}_plain, 0 with other values)"
+    )
+    assert f"| {check} | {result} |" in table
+    assert stderr.splitlines() == [
+        f"kappa-shop bench: 1 equality check(s) found a difference: {check}: {result}"
+    ]
     # the standard run's results are left as they were
     assert json.loads((work / "out" / f"bench-{_events(work)}.json").read_text()) == report
 
