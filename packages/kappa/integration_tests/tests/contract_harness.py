@@ -64,6 +64,7 @@ class Reason(StrEnum):
     LEDGER = "ledger"  # a model's ledger rows do not tile 1..N, or outgrow their limit
     LEFTOVER_KEPT = "leftover_kept"  # a table left by a killed full refresh is still there
     NOT_RECOVERED = "not_recovered"  # a run after a kill's leftovers failed on them
+    WRONG_REPORT = "wrong_report"  # a run's closing line on what it recomputed is not true
 
 
 class CheckFailed(AssertionError):
@@ -390,6 +391,28 @@ def check_receipts(project: Project) -> None:
     expect_failure(lambda: project.run(schema, log_schema), "have a gap", "batches 2 are missing")
 
 
+def check_ledger_gap(project: Project) -> None:
+    """A model whose ledger is not one unbroken range (a row lost) stops its run, naming the
+    range and the rebuild."""
+    schema = f"{project.prefix}_ledger_gap"
+    log_schema = f"{schema}_log"
+    reset(schema, log_schema)
+    select = ("--select", "stg_events")
+    for arrivals in ([1], [2]):
+        project.deliver(arrivals, log_schema)
+        project.run(schema, log_schema, *select)
+    spark().sql(
+        f"alter table {schema}.kappa_consumed_batches"
+        " drop partition (model_name = 'stg_events', first_batch_id = 1)"
+    )
+    expect_failure(
+        lambda: project.run(schema, log_schema, *select),
+        "is not one unbroken range 1..2",
+        "(it starts at 2 and covers 1 batches)",
+        "dbt build --full-refresh --select stg_events+",
+    )
+
+
 def check_column_change(project: Project) -> None:
     """A model whose columns changed stops its incremental run, naming the difference: a run
     with nothing new as well (its SQL is not the one its last write recorded, so its columns
@@ -590,13 +613,15 @@ def check_recomputed_report(project: Project) -> None:
     reset(schema, log_schema)
     project.deliver([1, 2, 3, 6, 7], log_schema)
     project.run(schema, log_schema)  # a first build: rebuilt, nothing reported
-    assert project.report() == []
+    require(project.report() == [], Reason.WRONG_REPORT, f"a first build: {project.report()}")
     # e11 (u3, 23:40 on 1 March): its own day; for the rolling hour also the next day, whose
     # first hour it lies in; u3's key bucket (2 of 4). Rows written: daily_totals one per day;
     # rolling_hour one per event of the two days (1 March: e01-e05 and e11, 2 March: e06-e09);
-    # user_state and user_tiers one per user of bucket 2 with state (u8 closed; users u1-u5),
-    # counted from the log's user ids by Spark's hash, not from the models' tables
-    in_bucket = "select count(*) from values ('u1'), ('u2'), ('u3'), ('u4'), ('u5') as users(u)"
+    # user_state and user_tiers one per user of bucket 2 with state (u8 closed; users u1-u5
+    # and u7), counted from the log's user ids by Spark's hash, not from the models' tables
+    in_bucket = (
+        "select count(*) from values ('u1'), ('u2'), ('u3'), ('u4'), ('u5'), ('u7') as users(u)"
+    )
     users_in_bucket = spark().sql(in_bucket + " where pmod(xxhash64(u), 4) = 2").first()[0]
     assert users_in_bucket >= 1  # u3 at least: the bucket the run recomputes
     project.deliver([4], log_schema)
@@ -612,9 +637,9 @@ def check_recomputed_report(project: Project) -> None:
             f"kappa: {schema}.{model}: ingestion batches 2..2 recomputed {recomputed}:"
             f" {rows:,} row(s) written"
         )
-        assert expected in report, f"{expected!r} not in {report}"
+        require(expected in report, Reason.WRONG_REPORT, f"{expected!r} not in {report}")
     project.run(schema, log_schema)  # nothing new: nothing recomputed, nothing reported
-    assert project.report() == []
+    require(project.report() == [], Reason.WRONG_REPORT, f"nothing new: {project.report()}")
 
 
 def check_rebuilt_upstream(project: Project) -> None:
@@ -707,10 +732,12 @@ def check_build_leftovers(project: Project) -> None:
 # The checks of a copy, cheapest first (the mutation check stops at the first that fails).
 CHECKS: dict[str, Callable[[Project], None]] = {
     "receipts": check_receipts,
+    "ledger_gap": check_ledger_gap,
     "column_change": check_column_change,
     "run_lock": check_run_lock,
     "build_leftovers": check_build_leftovers,
     "failed_write": check_failed_write,
+    "recomputed_report": check_recomputed_report,
     "rebuilt_upstream": check_rebuilt_upstream,
     **{
         f"schedule_{name}": (lambda project, name=name: check_schedule(project, name))

@@ -13,6 +13,7 @@ from contract_harness import (  # noqa: F401 (package_copy: a fixture)
     check_build_leftovers,
     check_column_change,
     check_failed_write,
+    check_ledger_gap,
     check_nothing_new,
     check_rebuilt_upstream,
     check_receipts,
@@ -47,6 +48,10 @@ def test_a_batch_without_receipt_waits_and_a_gap_in_the_receipts_stops_the_run(
     package_copy: Project,
 ) -> None:
     check_receipts(package_copy)
+
+
+def test_a_gap_in_a_models_ledger_stops_its_run(package_copy: Project) -> None:
+    check_ledger_gap(package_copy)
 
 
 def test_a_changed_column_stops_the_incremental_run(package_copy: Project) -> None:
