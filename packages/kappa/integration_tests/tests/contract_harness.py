@@ -36,7 +36,8 @@ SCHEDULES: dict[str, list[list[int]]] = {
     # the late changes at the edges of the models' reach, each delivered alone after the rest:
     # group 4 lands 20 minutes inside the one-hour reach of midnight (it changes the next
     # day's rows), group 5 ten minutes outside it (it changes its own day only, and moves a
-    # first purchase a day earlier, emptying the later day)
+    # first purchase a day earlier, emptying the later day) and 10 minutes after the next
+    # midnight (inside the one-hour reach after: it changes the day before's rows)
     "reach_edges": [[1, 2, 3, 6, 7], [4], [5]],
     # out of order: day three and a late event first, the redeliveries after the originals,
     # then the two late groups alone in the other order
