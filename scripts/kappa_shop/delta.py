@@ -82,16 +82,15 @@ def cached_jar(version: str) -> Path:
     return IVY_HOME / "jars" / f"{DELTA_ARTIFACT.replace(':', '_')}-{version}.jar"
 
 
-def fetch_jars(root: Path, target: str = "local_delta") -> Path:
-    """Have Spark's Ivy fetch the Delta jars `target` names (with their dependencies) into its
-    cache, as a Spark of that target would on its first start: `make setup` does this once, so
-    that no test and no build depends on Maven Central answering later. Returns the jar."""
-    from kappa_shop.spark import profile_output
-
-    settings = profile_output(root, target)["server_side_parameters"]
-    version = check_delta_pin(settings, target)
-    if version is None:
-        raise KappaShopError(f"target {target!r} names no Delta jars (spark.jars.packages)")
+def fetch_jars() -> Path:
+    """Have Spark's Ivy fetch Delta's jars of the installed delta-spark's version (with their
+    dependencies) into its cache, as a Spark of a Delta target would on its first start:
+    `make setup` does this once, so that no test and no build depends on Maven Central answering
+    later (a target naming another version is refused: check_delta_pin). Returns the jar."""
+    try:
+        version = metadata.version("delta-spark")
+    except metadata.PackageNotFoundError:
+        raise KappaShopError("the delta-spark package is not installed: run `make setup`") from None
     jar = cached_jar(version)
     if jar.is_file():
         return jar
@@ -102,7 +101,7 @@ def fetch_jars(root: Path, target: str = "local_delta") -> Path:
     session = (
         SparkSession.builder.master("local[1]")
         .appName("kappa_shop_fetch_delta")
-        .config("spark.jars.packages", settings["spark.jars.packages"])
+        .config("spark.jars.packages", f"{DELTA_ARTIFACT}:{version}")
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )
@@ -119,7 +118,7 @@ if __name__ == "__main__":
     import sys
 
     try:
-        print(f"Delta Lake's jars are in Ivy's cache: {fetch_jars(Path.cwd())}")
+        print(f"Delta Lake's jars are in Ivy's cache: {fetch_jars()}")
     except KappaShopError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)
