@@ -357,8 +357,9 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(
     # A copy of the project whose batch filter skips the first new batch: a classic bug (an
     # off-by-one in "what is new"). `kappa-shop verify` must notice and exit 1. (Run in this
     # process, on its warm SparkSession, whose warehouse and metastore are the project copy's:
-    # seed 7's schemas are no other test's. The models of traced_paths: the planted bug
-    # is in the package's filter, which every model uses.)
+    # seed 7's schemas are no other test's. The models of one_model_per_mode: the planted
+    # bug is in the package's filter, which every model uses; the traced paths are the Delta,
+    # cluster and Kafka proofs'.)
     project = copy_project(tmp_path / "broken-project")
     # (the copy's installed package: dbt reads dbt_packages/kappa, a copy of packages/kappa)
     macro = project / "dbt_packages" / "kappa" / "macros" / "predicates" / "in_new_batches.sql"
@@ -371,14 +372,14 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(
     status = main(
         ["--project-dir", str(project), "verify", "--seeds", "7", "--events", "500",
          "--rounds", "3", "--days", "4", "--data-tests", "none",
-         "--selector", "traced_paths",
+         "--selector", "one_model_per_mode",
          "--work-dir", str(tmp_path / "proof")]
     )  # fmt: skip
 
     out, err = capsys.readouterr()
     assert status == 1, out[-3000:] + err[-3000:]
     # the diff alone caught it: no build ran a data test
-    assert "; no data tests (the diff alone); the models of selector traced_paths" in out
+    assert "; no data tests (the diff alone); the models of selector one_model_per_mode" in out
     tested = re.search(r"^Data tests run per build: (.*)$", out, re.M)
     assert tested, out[-3000:]
     builds = re.findall(
