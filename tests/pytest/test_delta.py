@@ -71,20 +71,19 @@ def _history(spark, schema: str, models) -> dict:
         f"from {schema}.kappa_consumed_batches"
     ).collect()
     report["_ledger"] = [row.asDict() for row in ledger]
-    report["_version_0_rows_by_batch"] = {
-        str(row["_ingestion_batch_id"]): row["n"]
-        for row in spark.sql(
-            f"select _ingestion_batch_id, count(*) as n from {schema}.{BATCHES_MODEL} "
-            "version as of 0 group by _ingestion_batch_id"
-        ).collect()
-    }
-    report["_rows_by_batch"] = {
-        str(row["_ingestion_batch_id"]): row["n"]
-        for row in spark.sql(
-            f"select _ingestion_batch_id, count(*) as n from {schema}.{BATCHES_MODEL} "
-            "group by _ingestion_batch_id"
-        ).collect()
-    }
+
+    def rows_by_batch(version: str = "") -> dict[str, int]:
+        """The batches model's rows per ingestion batch (at a version, with time travel)."""
+        return {
+            str(row["_ingestion_batch_id"]): row["n"]
+            for row in spark.sql(
+                f"select _ingestion_batch_id, count(*) as n from {schema}.{BATCHES_MODEL} "
+                f"{version} group by _ingestion_batch_id"
+            ).collect()
+        }
+
+    report["_version_0_rows_by_batch"] = rows_by_batch("version as of 0")
+    report["_rows_by_batch"] = rows_by_batch()
     return report
 
 
