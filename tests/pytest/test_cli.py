@@ -110,7 +110,7 @@ def test_bad_arguments_and_configuration_are_one_line_each(tmp_path):
         ),
         ("verify", "--selector", "nope", "--work-dir", str(tmp_path / "proof")): (
             "--selector nope: no such selector in selectors.yml (it defines: derived, sample_log, "
-            "one_model_per_mode)"
+            "one_model_per_mode, traced_paths)"
         ),
     }
     for arguments, message in cases.items():
