@@ -1,6 +1,10 @@
--- days mode with a reach: each event with the user's events of the hour before it, so a day
--- reads the last hour of the day before
-{{ config(partition_by=['event_date'], event_time='event_at', input_reach={'before': '1 hour'}) }}
+-- days mode with a reach both ways: each event with the user's events of the hour before it
+-- and of the hour after it, so a day reads the last hour of the day before and the first hour
+-- of the day after
+{{ config(
+    partition_by=['event_date'], event_time='event_at',
+    input_reach={'before': '1 hour', 'after': '1 hour'}
+) }}
 
 with
 
@@ -18,6 +22,10 @@ counted as (
             partition by user_id order by event_at
             range between interval 1 hour preceding and current row
         ) as events_in_last_hour,
+        count(*) over (
+            partition by user_id order by event_at
+            range between current row and interval 1 hour following
+        ) as events_in_next_hour,
         to_date(event_at) as event_date
     from events
 ),

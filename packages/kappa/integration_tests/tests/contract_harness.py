@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +36,51 @@ SCHEDULES: dict[str, list[list[int]]] = {
     # the late changes at the edges of the models' reach, each delivered alone after the rest:
     # group 4 lands 20 minutes inside the one-hour reach of midnight (it changes the next
     # day's rows), group 5 ten minutes outside it (it changes its own day only, and moves a
-    # first purchase a day earlier, emptying the later day)
+    # first purchase a day earlier, emptying the later day) and 10 minutes after the next
+    # midnight (inside the one-hour reach after: it changes the day before's rows)
     "reach_edges": [[1, 2, 3, 6, 7], [4], [5]],
     # out of order: day three and a late event first, the redeliveries after the originals,
     # then the two late groups alone in the other order
     "shuffled": [[6, 2], [7], [1, 3], [5], [4]],
+    # the two late groups together in one batch after the rest (the Delta check's: short)
+    "late_together": [[1, 2, 3, 6, 7], [4, 5]],
 }
+# A schedule's incremental runs compact the ledger: a model's rows merged beyond two
+# (_compact_batch_ledger), so that every schedule also checks compacted ledgers.
+LEDGER_COMPACT_AFTER = 2
 
 
-class DbtFailure(AssertionError):
-    """A dbt command that failed; its message holds what dbt said (the error lines)."""
+class DbtFailure(Exception):
+    """A dbt command that failed; its message holds what dbt said (the error lines). Not an
+    AssertionError: a failure that a check did not expect is a crash, never a catch."""
+
+
+class Reason(StrEnum):
+    """Why a check failed: which of the contract's promises it found broken."""
+
+    DIFFERENCE = "difference"  # incremental tables differ from the full refresh of the same log
+    WRONG_ROWS = "wrong_rows"  # a table does not hold what the log says (worked out by hand)
+    MISSING_ERROR = "missing_error"  # a run that must stop with the contract's error went ahead
+    WRONG_MESSAGE = "wrong_message"  # the contract's error came without what it must name
+    LEDGER = "ledger"  # a model's ledger rows do not tile 1..N, or outgrow their limit
+    LEFTOVER_KEPT = "leftover_kept"  # a table left by a killed full refresh is still there
+    NOT_RECOVERED = "not_recovered"  # a run after a kill's leftovers failed on them
+    WRONG_REPORT = "wrong_report"  # a run's closing line on what it recomputed is not true
+
+
+class CheckFailed(AssertionError):
+    """A check found a promise of the contract broken, for `reason`."""
+
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+def require(condition: bool, reason: Reason, detail: str) -> None:
+    """Fail the check for `reason` unless `condition` holds."""
+    if not condition:
+        raise CheckFailed(reason, detail)
 
 
 @dataclass
@@ -73,14 +109,26 @@ class Project:
         project.dbt(["deps", "--quiet"], schema="unused")
         return project
 
-    def dbt(self, arguments: Sequence[str], schema: str, log_schema: str | None = None) -> Any:
-        """Run one dbt command against `schema` (and the log in `log_schema`); raise
-        DbtFailure with dbt's error messages when it fails."""
+    def dbt(
+        self,
+        arguments: Sequence[str],
+        schema: str,
+        log_schema: str | None = None,
+        target: str = "local",
+    ) -> Any:
+        """Run one dbt command against `schema` (and the log in `log_schema`) on `target`
+        (`local`: parquet tables, `local_delta`: Delta tables); raise DbtFailure with dbt's
+        error messages when it fails."""
         from dbt.cli.main import dbtRunner
 
         os.environ["KAPPA_IT_SCHEMA"] = schema
         os.environ["KAPPA_IT_LOG_SCHEMA"] = log_schema or f"{self.prefix}_log"
-        command = [*arguments, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
+        command = [
+            *arguments,
+            *("--target", target),
+            *("--project-dir", str(self.root)),
+            *("--profiles-dir", str(self.root)),
+        ]
         self.logged.clear()
         self.statements.clear()
         outcome = dbtRunner(callbacks=[self._keep_logged]).invoke(command)
@@ -145,9 +193,11 @@ class Project:
         if receipt:
             session.sql(f"insert into {log_schema}.ingestion_batches values ({last + 1})")
 
-    def run(self, schema: str, log_schema: str, *extra: str) -> Any:
+    def run(self, schema: str, log_schema: str, *extra: str, target: str = "local") -> Any:
         """`dbt run` of every model into `schema`, reading the log in `log_schema`."""
-        return self.dbt(["run", "--quiet", *extra], schema=schema, log_schema=log_schema)
+        return self.dbt(
+            ["run", "--quiet", *extra], schema=schema, log_schema=log_schema, target=target
+        )
 
 
 def spark() -> Any:
@@ -183,85 +233,149 @@ def rows(sql: str) -> list[tuple]:
     return sorted(tuple(row) for row in spark().sql(sql).collect())
 
 
-def check_schedule(project: Project, name: str) -> None:
-    """Deliver the log by schedule `name`, building incrementally after every step (and once
-    more with nothing new), build a full refresh of the same log, and assert every model
-    equal to it and the full refresh right on the log's hard cases."""
-    incremental = f"{project.prefix}_{name}"
+def check_schedule(project: Project, name: str, target: str = "local") -> None:
+    """Deliver the log by schedule `name`, building incrementally on `target` after every step
+    (and once more with nothing new), the ledger compacted as it grows; build a full refresh
+    of the same log, and require every model equal to it, the full refresh right on the log's
+    hard cases, and each model's ledger one unbroken, compacted range after every run."""
+    incremental = f"{project.prefix}_{name}" + ("_delta" if target == "local_delta" else "")
     full = f"{incremental}_full"
     log_schema = f"{incremental}_log"
     reset(incremental, full, log_schema)
+    compact = ("--vars", f"{{kappa_ledger_compact_after: {LEDGER_COMPACT_AFTER}}}")
     for step in SCHEDULES[name]:
         project.deliver(step, log_schema)
-        project.run(incremental, log_schema)
-    project.run(incremental, log_schema)  # nothing new: changes nothing
-    project.run(full, log_schema, "--full-refresh")
-    assert differences(incremental, full) == {}, (
-        f"schedule {name}: incremental tables differ from the full refresh "
-        "(model: rows only incremental, rows only full refresh)"
+        project.run(incremental, log_schema, *compact, target=target)
+        check_ledger(incremental)
+    project.run(incremental, log_schema, *compact, target=target)  # nothing new: no change
+    check_ledger(incremental)
+    project.run(full, log_schema, "--full-refresh", target=target)
+    found = differences(incremental, full)
+    require(
+        found == {},
+        Reason.DIFFERENCE,
+        f"schedule {name} on {target}: incremental tables differ from the full refresh "
+        f"(model: rows only incremental, rows only full refresh): {found}",
     )
     check_hard_cases(full)
 
 
+def check_ledger(schema: str, limit: int = LEDGER_COMPACT_AFTER) -> None:
+    """Each model's rows in the batch ledger of `schema` tile 1..N, in order, with no gap or
+    overlap (what consumed_through requires of them), and number at most `limit` (with var
+    kappa_ledger_compact_after at `limit`, every model's limit is the var itself)."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for model, first, last in rows(
+        f"select model_name, first_batch_id, last_batch_id from {schema}.kappa_consumed_batches"
+    ):
+        ranges.setdefault(model, []).append((first, last))
+    for model, runs in ranges.items():
+        starts = [first for first, _ in runs]
+        expected_starts = [1] + [last + 1 for _, last in runs[:-1]]
+        require(
+            starts == expected_starts,
+            Reason.LEDGER,
+            f"the ledger of {schema}.{model} is not one unbroken range: {runs}",
+        )
+        require(
+            len(runs) <= limit,
+            Reason.LEDGER,
+            f"the ledger of {schema}.{model} holds {len(runs)} rows, over its limit {limit}",
+        )
+
+
 def check_hard_cases(schema: str) -> None:
     """What the full refresh of the whole log must hold, worked out by hand from the log."""
-    # each of the 17 events once; the conflicting redelivery of e07 (amount 60) lost to the
-    # original (the first delivery wins; in one batch, the smaller amount)
-    assert rows(f"select count(*), count(distinct event_id) from {schema}.stg_events") == [(17, 17)]
-    assert rows(f"select amount from {schema}.stg_events where event_id = 'e07'") == [(6,)]
-    # e09 (u3, 00:05 on day two) has e04 (23:10) and the late e11 (23:40) of day one within
-    # its hour
-    assert rows(
-        f"select events_in_last_hour from {schema}.rolling_hour where event_id = 'e09'"
-    ) == [(3,)]
-    # first purchases: u1's moved to the late e15 (29 February); u4's to the late e12, which
-    # leaves day two with none (its partition emptied); u5's on day three
-    assert rows(f"select user_id, first_event_id from {schema}.first_purchases") == [
-        ("u1", "e15"),
-        ("u2", "e02"),
-        ("u3", "e04"),
-        ("u4", "e12"),
-        ("u5", "e10"),
-        ("u8", "e05"),
-    ]
-    # u8 closed (alone in bucket 1, which is left empty); u2's latest is e17, tied in time
-    # with e14 and later by id; totals and tiers from the amounts
-    assert rows(
-        f"select user_id, last_event_id, events, total_amount from {schema}.user_state"
-    ) == [
-        ("u1", "e13", 5, 26),
-        ("u2", "e17", 4, 21),
-        ("u3", "e09", 3, 12),
-        ("u4", "e08", 2, 3),
-        ("u5", "e10", 1, 8),
-    ]
-    assert rows(f"select user_id, tier from {schema}.user_tiers") == [
-        ("u1", "gold"),
-        ("u2", "gold"),
-        ("u3", "basic"),
-        ("u4", "basic"),
-        ("u5", "basic"),
-    ]
-    assert rows(
-        f"select cast(event_date as string), events, amount from {schema}.daily_totals"
-    ) == [
-        ("2024-02-29", 1, 2),
-        ("2024-03-01", 7, 38),
-        ("2024-03-02", 4, 13),
-        ("2024-03-03", 5, 21),
-    ]
+
+    def holds(sql: str, expected: list[tuple], why: str) -> None:
+        found = rows(sql)
+        require(found == expected, Reason.WRONG_ROWS, f"{why}: {found} != {expected}")
+
+    holds(
+        f"select count(*), count(distinct event_id) from {schema}.stg_events",
+        [(19, 19)],
+        "each of the 19 events once",
+    )
+    holds(
+        f"select amount from {schema}.stg_events where event_id = 'e07'",
+        [(6,)],
+        "the conflicting redelivery of e07 (amount 60) lost to the original (the first"
+        " delivery wins; in one batch, the smaller amount)",
+    )
+    holds(
+        f"select event_id, events_in_last_hour, events_in_next_hour from {schema}.rolling_hour"
+        " where event_id in ('e04', 'e09', 'e19')",
+        [("e04", 1, 3), ("e09", 3, 1), ("e19", 1, 2)],
+        "e09 (u3, 00:05 on day two) has e04 (23:10) and the late e11 (23:40) of day one"
+        " within its hour; e04 has them in the hour after it; u7's e19 (23:50 on day three)"
+        " has the late e18 (00:10 on day four) in its next hour",
+    )
+    holds(
+        f"select user_id, first_event_id from {schema}.first_purchases",
+        [
+            ("u1", "e15"),
+            ("u2", "e02"),
+            ("u3", "e04"),
+            ("u4", "e12"),
+            ("u5", "e10"),
+            ("u7", "e19"),
+            ("u8", "e05"),
+        ],
+        "first purchases: u1's moved to the late e15 (29 February); u4's to the late e12,"
+        " which leaves day two with none (its partition emptied); u5's and u7's on day three",
+    )
+    holds(
+        f"select user_id, last_event_id, events, total_amount from {schema}.user_state",
+        [
+            ("u1", "e13", 5, 26),
+            ("u2", "e17", 4, 21),
+            ("u3", "e09", 3, 12),
+            ("u4", "e08", 2, 3),
+            ("u5", "e10", 1, 8),
+            ("u7", "e18", 2, 3),
+        ],
+        "u8 closed (alone in bucket 1, which is left empty); u2's latest is e17, tied in"
+        " time with e14 and later by id",
+    )
+    holds(
+        f"select user_id, tier from {schema}.user_tiers",
+        [
+            ("u1", "gold"),
+            ("u2", "gold"),
+            ("u3", "basic"),
+            ("u4", "basic"),
+            ("u5", "basic"),
+            ("u7", "basic"),
+        ],
+        "tiers from the total amounts",
+    )
+    holds(
+        f"select cast(event_date as string), events, amount from {schema}.daily_totals",
+        [
+            ("2024-02-29", 1, 2),
+            ("2024-03-01", 7, 38),
+            ("2024-03-02", 4, 13),
+            ("2024-03-03", 6, 23),
+            ("2024-03-04", 1, 1),
+        ],
+        "daily totals",
+    )
 
 
-def expect_failure(action: Any, *phrases: str) -> str:
-    """Run `action`, which must fail with a dbt error containing every phrase; the message."""
+def expect_failure(action: Callable[[], Any], error: str, *details: str) -> str:
+    """Run `action`, which must stop with the contract's error `error` and name every one of
+    `details`; return its message. Another error is not the check's to judge: it propagates
+    (a crash, never a catch)."""
     try:
         action()
     except DbtFailure as failure:
         message = str(failure)
-        for phrase in phrases:
-            assert phrase in message, f"expected {phrase!r} in: {message}"
+        if error not in message:
+            raise
+        missing = [detail for detail in details if detail not in message]
+        require(not missing, Reason.WRONG_MESSAGE, f"{error!r} without {missing!r}: {message}")
         return message
-    raise AssertionError(f"expected a failure naming {phrases!r}, but it succeeded")
+    raise CheckFailed(Reason.MISSING_ERROR, f"expected the error {error!r}, but the run succeeded")
 
 
 def check_receipts(project: Project) -> None:
@@ -272,13 +386,31 @@ def check_receipts(project: Project) -> None:
     project.deliver([1], log_schema)
     project.deliver([2], log_schema, receipt=False)  # ingestion killed before its receipt
     project.run(schema, log_schema)
-    assert rows(f"select distinct _ingestion_batch_id from {schema}.stg_events") == [(1,)], (
-        "a batch without its receipt was read"
-    )
+    read = rows(f"select distinct _ingestion_batch_id from {schema}.stg_events")
+    require(read == [(1,)], Reason.WRONG_ROWS, f"a batch without its receipt was read: {read}")
     project.deliver([3], log_schema)  # receipts 1 and 3: batch 2 is missing
+    expect_failure(lambda: project.run(schema, log_schema), "have a gap", "batches 2 are missing")
+
+
+def check_ledger_gap(project: Project) -> None:
+    """A model whose ledger is not one unbroken range (a row lost) stops its run, naming the
+    range and the rebuild."""
+    schema = f"{project.prefix}_ledger_gap"
+    log_schema = f"{schema}_log"
+    reset(schema, log_schema)
+    select = ("--select", "stg_events")
+    for arrivals in ([1], [2]):
+        project.deliver(arrivals, log_schema)
+        project.run(schema, log_schema, *select)
+    spark().sql(
+        f"alter table {schema}.kappa_consumed_batches"
+        " drop partition (model_name = 'stg_events', first_batch_id = 1)"
+    )
     expect_failure(
-        lambda: project.run(schema, log_schema),
-        "have a gap: batches 2 are missing",
+        lambda: project.run(schema, log_schema, *select),
+        "is not one unbroken range 1..2",
+        "(it starts at 2 and covers 1 batches)",
+        "dbt build --full-refresh --select stg_events+",
     )
 
 
@@ -296,7 +428,8 @@ def check_column_change(project: Project) -> None:
             project.deliver([2], log_schema)
         expect_failure(
             lambda: project.run(schema, log_schema, "--vars", "{add_column: true}"),
-            "has other columns than its model now (new in the model: added_column (int))",
+            "has other columns than its model now",
+            "(new in the model: added_column (int))",
             "dbt build --full-refresh --select stg_events+",
         )
 
@@ -378,18 +511,21 @@ def check_run_lock(project: Project) -> None:
         log_schema=log_schema,
     )
     expect_failure(
-        lambda: project.run(schema, log_schema),
-        "is being built by another run",
-        "run other-run",
+        lambda: project.run(schema, log_schema), "is being built by another run", "run other-run"
     )
-    assert not spark().catalog.tableExists(f"{schema}.stg_events")
+    require(
+        not spark().catalog.tableExists(f"{schema}.stg_events"),
+        Reason.WRONG_ROWS,
+        "the run refused by the lock built stg_events",
+    )
     project.dbt(
         ["run-operation", "kappa.release_run_lock", "--args", "{holder: other-run}"],
         schema=schema,
         log_schema=log_schema,
     )
     project.run(schema, log_schema)
-    assert rows(f"select count(*) from {schema}.stg_events") == [(5,)]
+    built = rows(f"select count(*) from {schema}.stg_events")
+    require(built == [(5,)], Reason.WRONG_ROWS, f"after the lock's release: {built} rows")
 
 
 def check_failed_write(project: Project) -> None:
@@ -406,16 +542,23 @@ def check_failed_write(project: Project) -> None:
     project.deliver([4, 5], log_schema)
     _fail_at(project, schema, log_schema, "rolling_hour:before_write:fail")
     project.run(schema, log_schema)
-    # u1 and u2 (buckets 3 and 0 of 4): u2's bucket holds u4's row too
+    # u1, u2 and u7 (buckets 3, 0 and 0 of 4): u2's bucket holds u4's row too
     project.deliver([6], log_schema)
     _fail_at(project, schema, log_schema, "user_state:after_drop:fail")
-    assert rows(f"select user_id from {schema}.user_state") == [("u3",), ("u8",)], (
-        "the failed run did not drop exactly the buckets of u1 and u2 (with u4's row)"
+    left = rows(f"select user_id from {schema}.user_state")
+    require(
+        left == [("u3",), ("u8",)],
+        Reason.WRONG_ROWS,
+        f"the failed run did not drop exactly the buckets of u1 and u2 (with u4's and u7's"
+        f" rows): {left} left",
     )
     project.run(schema, log_schema)  # recomputes the dropped buckets from stg_events
     project.run(full, log_schema, "--full-refresh")
-    assert differences(schema, full) == {}, (
-        "after the failed run, the tables differ from the full refresh"
+    found = differences(schema, full)
+    require(
+        found == {},
+        Reason.DIFFERENCE,
+        f"after the failed run, the tables differ from the full refresh: {found}",
     )
 
 
@@ -446,8 +589,11 @@ def check_unlisted_partition_files(project: Project, tmp: Path) -> None:
     project.deliver([4], log_schema)  # e11, late on day one: daily_totals recomputes it
     project.run(schema, log_schema)
     project.run(full, log_schema, "--full-refresh")
-    assert differences(schema, full) == {}, (
-        "the unlisted files of a recomputed day were counted with its new rows"
+    found = differences(schema, full)
+    require(
+        found == {},
+        Reason.DIFFERENCE,
+        f"the unlisted files of a recomputed day were counted with its new rows: {found}",
     )
 
 
@@ -468,13 +614,15 @@ def check_recomputed_report(project: Project) -> None:
     reset(schema, log_schema)
     project.deliver([1, 2, 3, 6, 7], log_schema)
     project.run(schema, log_schema)  # a first build: rebuilt, nothing reported
-    assert project.report() == []
+    require(project.report() == [], Reason.WRONG_REPORT, f"a first build: {project.report()}")
     # e11 (u3, 23:40 on 1 March): its own day; for the rolling hour also the next day, whose
     # first hour it lies in; u3's key bucket (2 of 4). Rows written: daily_totals one per day;
     # rolling_hour one per event of the two days (1 March: e01-e05 and e11, 2 March: e06-e09);
-    # user_state and user_tiers one per user of bucket 2 with state (u8 closed; users u1-u5),
-    # counted from the log's user ids by Spark's hash, not from the models' tables
-    in_bucket = "select count(*) from values ('u1'), ('u2'), ('u3'), ('u4'), ('u5') as users(u)"
+    # user_state and user_tiers one per user of bucket 2 with state (u8 closed; users u1-u5
+    # and u7), counted from the log's user ids by Spark's hash, not from the models' tables
+    in_bucket = (
+        "select count(*) from values ('u1'), ('u2'), ('u3'), ('u4'), ('u5'), ('u7') as users(u)"
+    )
     users_in_bucket = spark().sql(in_bucket + " where pmod(xxhash64(u), 4) = 2").first()[0]
     assert users_in_bucket >= 1  # u3 at least: the bucket the run recomputes
     project.deliver([4], log_schema)
@@ -490,21 +638,113 @@ def check_recomputed_report(project: Project) -> None:
             f"kappa: {schema}.{model}: ingestion batches 2..2 recomputed {recomputed}:"
             f" {rows:,} row(s) written"
         )
-        assert expected in report, f"{expected!r} not in {report}"
+        require(expected in report, Reason.WRONG_REPORT, f"{expected!r} not in {report}")
     project.run(schema, log_schema)  # nothing new: nothing recomputed, nothing reported
-    assert project.report() == []
+    require(project.report() == [], Reason.WRONG_REPORT, f"nothing new: {project.report()}")
+
+
+def check_rebuilt_upstream(project: Project) -> None:
+    """Recomputing models rebuilt in full on their own (with the batches they read) are
+    traced by nothing: their children, which read the days or buckets they recomputed, are
+    rebuilt in full by the next run, which then equals the full refresh."""
+    schema = f"{project.prefix}_rebuilt"
+    full = f"{schema}_full"
+    log_schema = f"{schema}_log"
+    reset(schema, full, log_schema)
+    project.deliver([1, 2, 3, 6, 7], log_schema)
+    project.run(schema, log_schema)
+    project.deliver([4, 5], log_schema)
+    # daily_totals and user_state rebuilt through the new batch 2, their children left behind
+    project.run(
+        schema, log_schema, "--full-refresh", "--select", "stg_events daily_totals user_state"
+    )
+    project.run(schema, log_schema)
+    project.run(full, log_schema, "--full-refresh")
+    found = differences(schema, full)
+    require(
+        found == {},
+        Reason.DIFFERENCE,
+        f"after upstream models were rebuilt alone, the tables differ from the full refresh:"
+        f" {found}",
+    )
+
+
+LEFTOVER_MODELS = ("stg_events", "daily_totals", "daily_averages")
+
+
+def check_build_leftovers(project: Project) -> None:
+    """What a killed full refresh leaves is cleared by the next run, which then equals the
+    full refresh: a build table beside its model's table (killed while writing it), and a
+    build table whose model has no table but files at its location (killed inside the swap:
+    Hive's RENAME moves the directory before it commits, its DROP deletes files after)."""
+    schema = f"{project.prefix}_leftovers"
+    full = f"{schema}_full"
+    log_schema = f"{schema}_log"
+    reset(schema, full, log_schema)
+    select = ("--select", " ".join(LEFTOVER_MODELS))
+    project.deliver([1, 2, 3], log_schema)
+    project.run(schema, log_schema, *select)
+    # killed while writing daily_totals' rebuild: its build table, complete or not
+    spark().sql(
+        f"create table {schema}.daily_totals__kappa_build_0123456789ab using parquet"
+        f" partitioned by (event_date) as select * from {schema}.daily_totals"
+    )
+    # killed inside daily_averages' swap: the build table is in the metastore, the model's
+    # table is not, and its files are at the model's location
+    location = next(
+        row["info_value"]
+        for row in spark().sql(f"describe schema extended {schema}").collect()
+        if row["info_name"] == "Location"
+    )
+    model_files = Path(location.removeprefix("file:")) / "daily_averages"
+    kept = Path(location.removeprefix("file:")).parent / f"{schema}_kept_daily_averages"
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(model_files, kept)
+    spark().sql(
+        f"alter table {schema}.daily_averages rename to {schema}.daily_averages__kappa_build_ba98"
+    )
+    shutil.copytree(kept, model_files)  # files without a table
+    shutil.rmtree(kept)
+    project.deliver([4, 5], log_schema)
+    try:
+        project.run(schema, log_schema, *select)
+    except DbtFailure as failure:
+        if "LOCATION_ALREADY_EXISTS" not in str(failure):
+            raise
+        raise CheckFailed(
+            Reason.NOT_RECOVERED, f"the run after the kill's leftovers failed on them: {failure}"
+        ) from failure
+    leftovers = rows(f"show tables in {schema} like '*__kappa_build_*'")
+    require(
+        leftovers == [],
+        Reason.LEFTOVER_KEPT,
+        f"tables left by killed full refreshes are still there: {leftovers}",
+    )
+    project.run(full, log_schema, "--full-refresh", *select)
+    found = differences(schema, full, LEFTOVER_MODELS)
+    require(
+        found == {},
+        Reason.DIFFERENCE,
+        f"after the kill's leftovers were cleared, the tables differ from the full refresh:"
+        f" {found}",
+    )
 
 
 # The checks of a copy, cheapest first (the mutation check stops at the first that fails).
-CHECKS = {
+CHECKS: dict[str, Callable[[Project], None]] = {
     "receipts": check_receipts,
+    "ledger_gap": check_ledger_gap,
     "column_change": check_column_change,
     "run_lock": check_run_lock,
+    "build_leftovers": check_build_leftovers,
     "failed_write": check_failed_write,
+    "recomputed_report": check_recomputed_report,
+    "rebuilt_upstream": check_rebuilt_upstream,
     **{
         f"schedule_{name}": (lambda project, name=name: check_schedule(project, name))
-        for name in SCHEDULES
+        for name in ("reach_edges", "shuffled")
     },
+    "delta_schedule": lambda project: check_schedule(project, "late_together", "local_delta"),
 }
 
 

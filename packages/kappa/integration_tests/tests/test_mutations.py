@@ -1,19 +1,31 @@
 """The proof has teeth: each bug below, seeded into a copy of the package, makes the package's
-integration tests fail.
+integration tests fail, for the reason that bug must be caught for.
 
 A mutant is a list of exact text replacements in the package's macros (each must match once,
 so a mutant cannot silently stop applying when the code moves). Each is run against the
-integration check that catches it (contract_harness.CHECKS), in a copy of its own; the test
-fails if the check passes on the mutant. The table of what caught what is printed.
+integration check that catches it (contract_harness.CHECKS), in a copy of its own, and must
+fail that check for its reason (contract_harness.Reason: the tables differ from the full
+refresh, an expected error did not come, ...). The test fails if the check passes, fails for
+another reason, or crashes: a dbt error the check did not expect (a Jinja or SQL error in the
+mutated macro) is a broken mutant, not a catch. The table of what caught what is printed.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from contract_harness import CHECKS, PACKAGE_ROOT, Project, package_copy  # noqa: F401 (a fixture)
+from contract_harness import (  # noqa: F401 (package_copy: a fixture)
+    CHECKS,
+    PACKAGE_ROOT,
+    CheckFailed,
+    DbtFailure,
+    Project,
+    Reason,
+    package_copy,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -24,6 +36,7 @@ class Mutant:
     bug: str  # what a developer could plausibly get wrong
     replacements: tuple[tuple[str, str, str], ...]  # (macro file, exact text, replacement)
     caught_by: str  # the check of contract_harness.CHECKS that must fail
+    reason: Reason  # what that check must find broken
 
 
 RECORD = (
@@ -42,6 +55,7 @@ MUTANTS = (
             ),
         ),
         "schedule_reach_edges",
+        Reason.DIFFERENCE,
     ),
     Mutant(
         "reach_ignored",
@@ -54,6 +68,7 @@ MUTANTS = (
             ),
         ),
         "schedule_reach_edges",
+        Reason.DIFFERENCE,
     ),
     Mutant(
         "emptied_partition_kept",
@@ -77,6 +92,7 @@ MUTANTS = (
             ),
         ),
         "schedule_reach_edges",
+        Reason.DIFFERENCE,
     ),
     Mutant(
         "fingerprint_blind",
@@ -84,12 +100,14 @@ MUTANTS = (
         " a model whose columns changed",
         (("write/_sql_fingerprint.sql", "local_md5(shape)", "local_md5('')"),),
         "column_change",
+        Reason.MISSING_ERROR,
     ),
     Mutant(
         "history_not_consulted",
         "before_new_batches() sees no earlier batch: a redelivery is taken for a new event",
         (("predicates/before_new_batches.sql", "< {{ kappa._first_new_batch() }}", "< 1"),),
         "schedule_shuffled",
+        Reason.DIFFERENCE,
     ),
     Mutant(
         "ledger_before_write",
@@ -109,6 +127,7 @@ MUTANTS = (
             ),
         ),
         "failed_write",
+        Reason.DIFFERENCE,
     ),
     Mutant(
         "bucket_dropped",
@@ -121,6 +140,7 @@ MUTANTS = (
             ),
         ),
         "schedule_reach_edges",
+        Reason.DIFFERENCE,
     ),
     Mutant(
         "day_dropped",
@@ -133,6 +153,7 @@ MUTANTS = (
             ),
         ),
         "schedule_shuffled",
+        Reason.DIFFERENCE,
     ),
     Mutant(
         "day_parent_not_traced",
@@ -145,6 +166,7 @@ MUTANTS = (
             ),
         ),
         "schedule_reach_edges",
+        Reason.DIFFERENCE,
     ),
     Mutant(
         "key_parent_not_traced",
@@ -157,6 +179,7 @@ MUTANTS = (
             ),
         ),
         "schedule_shuffled",
+        Reason.DIFFERENCE,
     ),
     Mutant(
         "batch_without_receipt_read",
@@ -169,6 +192,7 @@ MUTANTS = (
             ),
         ),
         "receipts",
+        Reason.WRONG_ROWS,
     ),
     Mutant(
         "receipt_gap_passed_over",
@@ -181,12 +205,14 @@ MUTANTS = (
             ),
         ),
         "receipts",
+        Reason.MISSING_ERROR,
     ),
     Mutant(
         "changed_columns_appended",
         "a model whose columns changed is appended to",
         (("write/_check_model_columns.sql", "{%- if differences -%}", "{%- if false -%}"),),
         "column_change",
+        Reason.MISSING_ERROR,
     ),
     Mutant(
         "lock_ignored",
@@ -199,6 +225,174 @@ MUTANTS = (
             ),
         ),
         "run_lock",
+        Reason.MISSING_ERROR,
+    ),
+    Mutant(
+        "ledger_gap_passed_over",
+        "a model's ledger that is not one unbroken range is read as if it were",
+        (
+            (
+                "ledger/consumed_through.sql",
+                "{% if row['first_batch_id'] != 1 or row['batches'] != row['last_batch_id'] %}",
+                "{% if false %}",
+            ),
+        ),
+        "ledger_gap",
+        Reason.MISSING_ERROR,
+    ),
+    Mutant(
+        "report_counts_whole_table",
+        "a run's closing line counts every row of the model's table as written, not those of"
+        " the partitions it recomputed",
+        (
+            (
+                "materializations/exact_incremental.sql",
+                '\'rows\': "select count(*) as written from " ~ this ~ " where " ~ written,',
+                "'rows': \"select count(*) as written from \" ~ this,",
+            ),
+        ),
+        "recomputed_report",
+        Reason.WRONG_REPORT,
+    ),
+    Mutant(
+        "nothing_new_too_soon",
+        "the nothing-new shortcut says nothing new when exactly one batch is new: a recomputing"
+        " model plans no partition and consumes the batch",
+        (
+            (
+                "plan/_nothing_new_to_recompute.sql",
+                "first_batch_id > kappa._available_through(model)",
+                "first_batch_id >= kappa._available_through(model)",
+            ),
+        ),
+        "schedule_reach_edges",
+        Reason.DIFFERENCE,
+    ),
+    Mutant(
+        "planner_bucket_differs",
+        "the planner computes a key's bucket with another hash than key_bucket(), which the"
+        " model's predicate and partition column use: it recomputes the wrong buckets",
+        (
+            (
+                "plan/_recomputed_buckets.sql",
+                '"select " ~ kappa.key_bucket(key) ~ " as bucket from "',
+                '"select pmod(hash(" ~ key ~ "), " ~ var(\'kappa_key_buckets\', 16)'
+                ' ~ ") as bucket from "',
+            ),
+        ),
+        "schedule_shuffled",
+        Reason.DIFFERENCE,
+    ),
+    Mutant(
+        "after_reach_ignored",
+        "a change's reach after its day is ignored when planning: the day before a late event"
+        " just after midnight is not recomputed",
+        (
+            (
+                "plan/_recomputed_days.sql",
+                "{% set reach = kappa._input_reach(model) %}",
+                "{% set reach = {'before': kappa._input_reach(model).before,"
+                " 'after': '0 minutes'} %}",
+            ),
+        ),
+        "schedule_reach_edges",
+        Reason.DIFFERENCE,
+    ),
+    Mutant(
+        "rebuilt_parent_missed",
+        "a recomputing parent rebuilt in full by a run that consumed exactly the child's first"
+        " new batch is not seen: the child traces no partition from it instead of rebuilding",
+        (
+            (
+                "plan/_rebuilt_since.sql",
+                "and last_batch_id >= {{ first_batch_id }}",
+                "and last_batch_id > {{ first_batch_id }}",
+            ),
+        ),
+        "rebuilt_upstream",
+        Reason.DIFFERENCE,
+    ),
+    Mutant(
+        "compacted_range_short",
+        "the compacted ledger row ends a batch short of the rows it replaces: a range dropped",
+        (
+            (
+                "ledger/_compact_batch_ledger.sql",
+                "'last_batch_id': through,",
+                "'last_batch_id': through - 1,",
+            ),
+        ),
+        "schedule_reach_edges",
+        Reason.LEDGER,
+    ),
+    Mutant(
+        "compacted_rows_kept",
+        "the rows a compacted row covers are not dropped: the ledger grows with every run",
+        (
+            (
+                "ledger/_compact_batch_ledger.sql",
+                "{%- if dropped | length > 0 -%}",
+                "{%- if false -%}",
+            ),
+        ),
+        "schedule_reach_edges",
+        Reason.LEDGER,
+    ),
+    Mutant(
+        "wrong_leftover_dropped",
+        "the cleanup drops the leftover's name unqualified: a table of that name in the"
+        " session's current schema, not the leftover in the target schema",
+        (
+            (
+                "recovery/_drop_build_leftovers.sql",
+                "drop table if exists {{ target.schema }}.{{ row['tableName'] }}",
+                "drop table if exists {{ row['tableName'] }}",
+            ),
+        ),
+        "build_leftovers",
+        Reason.LEFTOVER_KEPT,
+    ),
+    Mutant(
+        "leftover_location_not_cleared",
+        "a leftover whose model has no table is dropped without clearing the model's location:"
+        " the model's rebuild cannot be renamed into place",
+        (
+            (
+                "recovery/_drop_build_leftovers.sql",
+                "{%- if model_tables | length == 0 -%}",
+                "{%- if false -%}",
+            ),
+        ),
+        "build_leftovers",
+        Reason.NOT_RECOVERED,
+    ),
+    Mutant(
+        "delta_replaced_batches_off_by_one",
+        "on Delta, a batch model's replace-where starts at the last consumed batch instead of"
+        " the first new one: that batch's rows are deleted",
+        (
+            (
+                "materializations/exact_incremental.sql",
+                "between {{ first_batch_id }} and {{ last_batch_id }}",
+                "between {{ first_batch_id - 1 }} and {{ last_batch_id }}",
+            ),
+        ),
+        "delta_schedule",
+        Reason.DIFFERENCE,
+    ),
+    Mutant(
+        "delta_emptied_partition_kept",
+        "on Delta, the recomputed partitions are overwritten where rows land (dynamic overwrite)"
+        " instead of replaced as planned: a partition that comes out empty keeps its old rows",
+        (
+            (
+                "write/_write_partitions.sql",
+                "insert into {{ this }} replace where {{ partition_column }} in ({{ values }})",
+                "insert overwrite table {{ this }}",
+            ),
+        ),
+        "delta_schedule",
+        Reason.DIFFERENCE,
     ),
 )
 
@@ -220,11 +414,31 @@ def test_the_integration_tests_catch_the_seeded_bug(
     destination = tmp_path / "kappa"
     project = Project.copy_of(PACKAGE_ROOT, destination, prefix=f"mut_{mutant.name}")
     mutate(destination, mutant)
-    project.dbt(["parse", "--quiet"], schema="unused")  # the mutant is valid dbt
+    # no `dbt parse` first: a mutant that is not valid dbt fails the check's first command,
+    # which no check expects to fail (a broken mutant, below)
     try:
         CHECKS[mutant.caught_by](project)
-    except AssertionError as caught:
-        said = (str(caught).strip() or type(caught).__name__).splitlines()[0]
-        print(f"{mutant.name}: caught by {mutant.caught_by}: {said[:200]}")
+    except CheckFailed as caught:
+        assert caught.reason == mutant.reason, (
+            f"{mutant.name} ({mutant.bug}) failed {mutant.caught_by} for {caught.reason}, not"
+            f" for {mutant.reason}: {caught.detail}"
+        )
+        said = caught.detail.splitlines()[0][:160]
+        print(f"{mutant.name}: caught by {mutant.caught_by} for {caught.reason}: {said}")
         return
+    except DbtFailure as crash:
+        pytest.fail(
+            f"broken mutant {mutant.name}: {mutant.caught_by} met a dbt error it does not"
+            f" expect (a crash, not a catch): {crash}"
+        )
     pytest.fail(f"{mutant.name} ({mutant.bug}) passed {mutant.caught_by}: the proof missed it")
+
+
+def test_every_check_catches_a_mutant_and_the_readme_lists_them() -> None:
+    # no check in CHECKS without a seeded bug it must catch; the package README's table of
+    # seeded bugs says what catches each, as MUTANTS does
+    assert {mutant.caught_by for mutant in MUTANTS} == set(CHECKS)
+    assert len({mutant.name for mutant in MUTANTS}) == len(MUTANTS) >= 20
+    readme = (PACKAGE_ROOT / "README.md").read_text()
+    listed = set(re.findall(r"^\| `(\w+)` \| .* \| `(\w+)` \| `(\w+)` \|$", readme, re.MULTILINE))
+    assert listed == {(mutant.name, mutant.caught_by, str(mutant.reason)) for mutant in MUTANTS}
