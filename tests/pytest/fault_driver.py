@@ -31,7 +31,7 @@ from pathlib import Path
 from kappa_shop.dbt import DbtProject
 from kappa_shop.ingest import ingest
 from kappa_shop.landing import deliver
-from kappa_shop.verify import diff_model
+from kappa_shop.verify import diff_models
 
 STARTED = time.monotonic()
 
@@ -99,8 +99,10 @@ def main() -> int:
         _say(f"full refresh and its data tests done ({len(failed)} failed tests)")
         warehouse = project.warehouse()
         diffs = [
-            diff_model(warehouse, model, grains[model], schema, f"{schema}_full").__dict__
-            for model in models
+            diff.__dict__
+            for diff in diff_models(
+                warehouse, {model: grains[model] for model in models}, schema, f"{schema}_full"
+            )
         ]
         arguments.final.write_text(json.dumps({"failed_tests": failed, "diffs": diffs}))
         _say(f"final report written to {arguments.final}")
