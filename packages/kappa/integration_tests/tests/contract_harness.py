@@ -216,15 +216,24 @@ def reset(*schemas: str) -> None:
 def differences(
     left_schema: str, right_schema: str, models: Sequence[str] = MODELS
 ) -> dict[str, tuple[int, int]]:
-    """Per model whose tables differ: (rows only in left, rows only in right), multiset-wise."""
-    found = {}
+    """Per model whose tables differ: (rows only in left, rows only in right), multiset-wise
+    (as EXCEPT ALL counts them both ways), every model in one query: each distinct row's count
+    on either side, summed where one side has more."""
+    branches = []
     for model in models:
-        left = spark().table(f"{left_schema}.{model}")
-        right = spark().table(f"{right_schema}.{model}").select(*left.columns)
-        only_left = left.exceptAll(right).count()
-        only_right = right.exceptAll(left).count()
-        if only_left or only_right:
-            found[model] = (only_left, only_right)
+        listed = ", ".join(f"`{name}`" for name in spark().table(f"{left_schema}.{model}").columns)
+        branches.append(
+            f"select '{model}' as model, coalesce(sum(greatest(in_left - in_right, 0)), 0) as"
+            " only_left, coalesce(sum(greatest(in_right - in_left, 0)), 0) as only_right from"
+            f" (select {listed}, sum(in_left) as in_left, sum(in_right) as in_right from"
+            f" (select {listed}, 1 as in_left, 0 as in_right from {left_schema}.{model}"
+            f" union all select {listed}, 0, 1 from {right_schema}.{model})"
+            f" group by {listed})"
+        )
+    found = {}
+    for row in spark().sql(" union all ".join(branches)).collect():
+        if row["only_left"] or row["only_right"]:
+            found[row["model"]] = (int(row["only_left"]), int(row["only_right"]))
     return found
 
 
