@@ -9,7 +9,9 @@ ingestion and in-process dbt command of the run reuses it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -192,6 +194,40 @@ def kappa_shop_in(
     return run_in(root, [sys.executable, "-m", "kappa_shop", *arguments], timeout, **settings)
 
 
+# Runs the `kappa-shop` commands given as JSON one after another in this one process (so in one
+# JVM, started by the first command that needs Spark), each preceded by a line naming it; stops
+# at the first that does not exit 0, with its status.
+_SEQUENCE = """
+import json, sys
+from kappa_shop.cli import main
+for arguments in json.loads(sys.argv[1]):
+    print("kappa-shop-sequence: " + json.dumps(arguments), flush=True)
+    status = main(arguments)
+    sys.stdout.flush()
+    if status:
+        sys.exit(status)
+"""
+_SEQUENCE_MARK = re.compile(r"^kappa-shop-sequence: (.*)$", re.MULTILINE)
+
+
+def kappa_shop_sequence(
+    root: Path, *commands: list[str], timeout: float = 1200, **settings: str | None
+) -> list[str]:
+    """`kappa-shop` commands run one after another in ONE process in the project copy `root`
+    (its environment: subprocess_environment with `settings`), as a user's shell runs them but
+    paying for one JVM and its warm-up instead of one per command; each must exit 0. Returns
+    what each command printed, in order."""
+    result = run_in(
+        root, [sys.executable, "-c", _SEQUENCE, json.dumps(commands)], timeout, **settings
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    parts = _SEQUENCE_MARK.split(result.stdout)
+    # parts: what came before the first mark, then (mark, output) pairs
+    outputs = parts[2::2]
+    assert [json.loads(mark) for mark in parts[1::2]] == [list(c) for c in commands], parts[1::2]
+    return outputs
+
+
 def killed_at(
     root: Path,
     command: list[str],
@@ -306,10 +342,13 @@ def spark(project_copy: Path) -> Iterator[Any]:
     jars, session extension and catalog), so that dbt commands on `local` (parquet) and on
     `local_delta` run in it alike: Delta's catalog hands every table that is not a Delta table
     to Spark's own session catalog, and dbt applies each target's runtime settings to the
-    session it finds. `local` exactly as `make run` starts it, without Delta, runs in the
-    tests' subprocesses (faults, ingestion kills, chaos). Delta's jars are a prerequisite
-    (`make setup` fetches them; pytest_collection_finish)."""
-    from kappa_shop.spark import session_for
+    session it finds; and with Spark's Kafka connector (fetched once into
+    ~/.cache/kappa-shop), so that the proof from Kafka runs in it too. `local` exactly as `make
+    run` starts it, without Delta, runs in the tests' subprocesses (faults, ingestion kills,
+    chaos). Delta's jars are a prerequisite (`make setup` fetches them;
+    pytest_collection_finish)."""
+    from kappa_shop.produce import connector_jars
+    from kappa_shop.spark import profile_output, session_for_output
 
     previous_directory = Path.cwd()
     previous_environment = dict(os.environ)
@@ -319,7 +358,10 @@ def spark(project_copy: Path) -> Iterator[Any]:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ.pop("KAPPA_SHOP_SCHEMA", None)
     try:
-        yield session_for(project_copy, DELTA_TARGET)
+        # with Spark's Kafka connector too, so that the proof from Kafka runs here, warm
+        yield session_for_output(
+            profile_output(project_copy, DELTA_TARGET), DELTA_TARGET, connector_jars()
+        )
     finally:
         os.chdir(previous_directory)
         os.environ.clear()

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import copy_project, kappa_shop_in, killed_at
+from conftest import copy_project, kappa_shop_in, kappa_shop_sequence, killed_at
 
 from kappa_shop.generator import GeneratorConfig, generate
 from kappa_shop.landing import batch_numbers, deliver
@@ -45,18 +45,20 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     generate(LOG, log_dir, progress=lambda message: None)
     batches = batch_numbers(log_dir)
 
-    def command(*arguments: str) -> str:
+    def commands(*arguments: list[str]) -> list[str]:
+        # one process for the commands between kills: one JVM and its warm-up, not one each
         started = time.monotonic()
-        result = kappa_shop_in(root, *arguments, timeout=900, KAPPA_SHOP_SCHEMA=SERVING)
-        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+        printed = kappa_shop_sequence(root, *arguments, timeout=1200, KAPPA_SHOP_SCHEMA=SERVING)
         # (shown with pytest -s: where the module's minutes go)
-        print(f"kappa-shop {' '.join(arguments)}: {time.monotonic() - started:.1f} s")
-        return result.stdout
+        shown = "; ".join(" ".join(command) for command in arguments)
+        print(f"kappa-shop {shown}: {time.monotonic() - started:.1f} s")
+        return printed
 
+    ingest = ["ingest", "--landing", str(landing)]
+    build = ["build", "--log", "ingested", "--no-docs", "--no-tests"]
     seen = {}
     deliver(log_dir, landing, batches[:-2])
-    command("ingest", "--landing", str(landing))
-    seen["first build"] = command("build", "--log", "ingested", "--no-docs", "--no-tests")
+    _, seen["first build"] = commands(ingest, build)
     started = time.monotonic()
     seen["killed"], seen["build at once"] = killed_at(
         root, [sys.executable, "-m", "kappa_shop", "reprocess"], KILLED_IN_BUILD, delay=1.0,
@@ -67,14 +69,13 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         ),
     )  # fmt: skip
     print(f"reprocess killed in its build: {time.monotonic() - started:.1f} s")
-    # the last two arrival batches land after the kill; the served version takes them
-    deliver(log_dir, landing, batches[-2:])
-    command("ingest", "--landing", str(landing))
-    seen["next build"] = command("build", "--log", "ingested", "--no-docs", "--no-tests")
-    seen["versions"] = command("versions")
-    # a reprocess run again to its end (not switched): the rows of the version served through
+    # the last two arrival batches land after the kill; the served version takes them; then a
+    # reprocess run again to its end (not switched): the rows of the version served through
     # the kill, kept up by incremental runs, against a rebuild of every model from the log
-    seen["reprocessed again"] = command("reprocess", "--no-switch")
+    deliver(log_dir, landing, batches[-2:])
+    _, seen["next build"], seen["versions"], seen["reprocessed again"] = commands(
+        ingest, build, ["versions"], ["reprocess", "--no-switch"]
+    )
     return seen
 
 
