@@ -7,7 +7,8 @@ and jars that cannot be fetched each stop `up` with one line. On it: a generated
 deliveries staged as an independent classification of the same log says; hostile values (a
 byte-order mark, NUL, NaN, a key twice, deep nesting, a cut-off or empty value, a tombstone,
 ...) each accepted or quarantined with its reason; the proof
-(`kappa-shop verify --kafka`) from topics of its own; a missing topic, offsets the broker no
+from Kafka (what `kappa-shop verify --kafka` runs, in this process's Spark) from topics of its
+own; a missing topic, offsets the broker no
 longer has and no broker at all, one line each.
 
 (The jars are fetched once into ~/.cache/kappa-shop/, as for a user; the first run here takes
@@ -23,6 +24,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -40,9 +42,12 @@ from conftest import (
 from log_oracle import classify, defect, landed_lines
 
 from kappa_shop.cluster import process_alive
+from kappa_shop.dbt import DbtProject
 from kappa_shop.generator import generate
+from kappa_shop.ingest import KafkaSource
 from kappa_shop.kafka import answers, jar_directory
 from kappa_shop.log_format import TOPICS
+from kappa_shop.verify import format_report, verify
 
 pytestmark = pytest.mark.spark  # (a JVM of its own, as long as a Spark test's)
 
@@ -562,32 +567,33 @@ def _topics(port: int, script: Path) -> set[str]:
     }
 
 
-def test_the_proof_from_kafka_passes(broker, tmp_path):
+def test_the_proof_from_kafka_passes(broker, spark, project_copy, tmp_path):
     # the proof, its log produced round by round (out of order, a batch sent twice, the reach
-    # edges) to topics of its own and ingested from them: incremental = full refresh
-    root, port = broker
-    proof = SMALL_PROOF
-    result = run_in(
-        root,
-        [sys.executable, "-m", "kappa_shop", "--project-dir", str(root), "verify", "--kafka",
-         "--seeds", str(proof.seed), "--events", str(proof.events), "--rounds", str(proof.rounds),
-         "--days", str(proof.days),
-         "--data-tests", proof.data_tests, "--selector", str(proof.selector),
-         "--work-dir", str(tmp_path / "verify")],
-        timeout=1200,
-        **_settings(port, schema="proof"),
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
-    topics = re.search(rf"from Kafka at 127\.0\.0\.1:{port}, topics (\S+)\*", result.stdout)
-    assert topics and topics[1].startswith(f"verify_{proof.seed}_"), result.stdout[:2000]
-    rounds = re.findall(r"round \d+/\d+: (\d+) records produced, ingestion batch", result.stdout)
-    assert len(rounds) >= 4 and all(int(count) > 0 for count in rounds), result.stdout
+    # edges) to topics of its own and ingested from them: incremental = full refresh. In this
+    # process, on its warm Spark (started with the Kafka connector), as `kappa-shop verify
+    # --kafka` runs it; schemas of its own (the Delta proof of the same seed keeps verify_*)
+    _, port = broker
+    proof = replace(
+        SMALL_PROOF,
+        schema_prefix="kafka_proof",
+        kafka=KafkaSource(bootstrap_servers=f"127.0.0.1:{port}"),
+    )
+    project = DbtProject(root=project_copy, target="local", profiles_dir=project_copy)
+    printed: list[str] = []
+    report = verify(project, proof, tmp_path / "verify", progress=printed.append)
+    shown = "\n".join(printed) + format_report(report)
+    assert report.passed, shown[-5000:]
+    topics = re.search(rf"from Kafka at 127\.0\.0\.1:{port}, topics (\S+)\*", shown)
+    assert topics and topics[1].startswith(f"kafka_proof_{proof.seed}_"), shown[:2000]
+    rounds = re.findall(r"round \d+/\d+: (\d+) records produced, ingestion batch", shown)
+    assert len(rounds) >= 4 and all(int(count) > 0 for count in rounds), shown
+    assert sorted(diff.model for diff in report.diffs) == TRACED_PATHS
     assert (
         f"Proof PASSED (seed {proof.seed}): {len(TRACED_PATHS)} of "
         f"{len(TRACED_PATHS)} models equal their full refresh"
-    ) in result.stdout
-    tests_run = re.search(r"full refresh (\d+)$", result.stdout, re.MULTILINE)
-    assert tests_run and int(tests_run[1]) > 0  # the data tests ran, and passed (PASSED)
+    ) in shown
+    tests_run = dict(report.data_tests_run)
+    assert tests_run["full refresh"] > 0  # the data tests ran, and passed (PASSED)
     # the proof's own topics are gone; the produced log's are still there
     left = _topics(port, tmp_path / "list_topics.jsh")
     assert not [topic for topic in left if topic.startswith(topics[1])], left
