@@ -128,10 +128,20 @@ docs-check: parse ## fail on anything undocumented, or a lineage picture that is
 lineage: parse ## redraw docs/lineage.svg (the README's picture of the DAG) from the manifest
 	$(BIN)/kappa-shop lineage
 
-pytest: setup jdk ## the whole pytest suite, the cluster tests included: builds the project on a real Spark session
-	$(BIN)/pytest
+# The tests' class archive (tests/jvm_archive.py, docs/testing.md "The tests' JVMs"): Spark's
+# classes archived once per virtualenv, which every Spark of a pytest run maps (the root
+# conftest.py points PYSPARK_SUBMIT_ARGS at it). For the tests' short-lived JVMs only: `make
+# run`, `make bench` and kappa-shop never use it.
+TEST_ARCHIVE := $(abspath $(VENV))/test-jvm/spark-test-jvm.conf
+$(TEST_ARCHIVE): $(STAMP) tests/jvm_archive.py scripts/kappa_shop/class_archive.py
+	@echo "Building the tests' class archive into $(dir $@) (about a minute)"
+	@$(BIN)/python tests/jvm_archive.py $(dir $@) >$(VENV)/test-jvm.log 2>&1 || \
+	  { tail -n 20 $(VENV)/test-jvm.log; exit 1; }
 
 PACKAGE_TESTS := packages/kappa/integration_tests/tests
+pytest: setup jdk $(TEST_ARCHIVE) ## the whole pytest suite, the cluster tests included: builds the project on a real Spark session
+	$(BIN)/pytest
+
 pytest-fast: setup
 	$(BIN)/pytest -m "not spark" tests/pytest
 	$(BIN)/pytest $(PACKAGE_TESTS)/test_contract.py $(PACKAGE_TESTS)/test_adoption.py \
@@ -140,7 +150,7 @@ pytest-fast: setup
 test-cluster: check ## the cluster tests alone: a Spark cluster on 127.0.0.1, the proof on it, stopped
 	@$(BIN)/python tests/parts.py pytest-cluster
 
-pytest-cluster: setup
+pytest-cluster: setup $(TEST_ARCHIVE)
 	$(BIN)/pytest -m cluster
 
 SEEDS  ?= 1,2,3

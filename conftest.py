@@ -1,11 +1,37 @@
 """What every pytest run of this repository shares (the shop's suite and the kappa package's
 integration tests alike): a skipped test is a failure. Every test here runs here (Spark, Delta's
 jars from `make setup`, the cluster, the broker, the browser); a test that skips has not proven
-what it claims, so the run says which and fails, whatever else passed."""
+what it claims, so the run says which and fails, whatever else passed.
+
+And every Spark the run starts (its own, and those of the processes its tests start) maps
+Spark's classes from the suite's class archive when `make pytest` has built it
+(tests/jvm_archive.py): a start-up option for the tests' short-lived JVMs, off for anything
+else (docs/testing.md, "The tests' JVMs")."""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import pytest
+
+# where `make pytest` builds the suite's class archive (Makefile: TEST_ARCHIVE)
+TEST_ARCHIVE = Path(sys.prefix) / "test-jvm"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point PYSPARK_SUBMIT_ARGS at the suite's class archive, when it is built and neither
+    PYSPARK_SUBMIT_ARGS of one's own nor the opt-in fast start (docs/fast-start.md) says
+    otherwise."""
+    sys.path.insert(0, str(Path(__file__).parent / "tests"))
+    import jvm_archive
+
+    sys.path.pop(0)
+    properties = TEST_ARCHIVE / jvm_archive.PROPERTIES_NAME
+    chosen = "PYSPARK_SUBMIT_ARGS" in os.environ or os.environ.get("KAPPA_SHOP_FAST_START") == "1"
+    if properties.is_file() and not chosen:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = jvm_archive.submit_args(TEST_ARCHIVE)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
