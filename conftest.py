@@ -11,27 +11,26 @@ else (docs/testing.md, "The tests' JVMs")."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
-# where `make pytest` builds the suite's class archive (Makefile: TEST_ARCHIVE)
-TEST_ARCHIVE = Path(sys.prefix) / "test-jvm"
+# the properties file of the suite's class archive, where `make pytest` builds it (Makefile:
+# TEST_ARCHIVE; tests/jvm_archive.py writes it)
+TEST_ARCHIVE = Path(sys.prefix) / "test-jvm" / "spark-test-jvm.conf"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Point PYSPARK_SUBMIT_ARGS at the suite's class archive, when it is built and neither
     PYSPARK_SUBMIT_ARGS of one's own nor the opt-in fast start (docs/fast-start.md) says
     otherwise."""
-    sys.path.insert(0, str(Path(__file__).parent / "tests"))
-    import jvm_archive
-
-    sys.path.pop(0)
-    properties = TEST_ARCHIVE / jvm_archive.PROPERTIES_NAME
     chosen = "PYSPARK_SUBMIT_ARGS" in os.environ or os.environ.get("KAPPA_SHOP_FAST_START") == "1"
-    if properties.is_file() and not chosen:
-        os.environ["PYSPARK_SUBMIT_ARGS"] = jvm_archive.submit_args(TEST_ARCHIVE)
+    if TEST_ARCHIVE.is_file() and not chosen:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join(
+            ["--properties-file", str(TEST_ARCHIVE), "--load-spark-defaults", "pyspark-shell"]
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -13,15 +13,15 @@ writes DIRECTORY/spark-classes.jsa (Spark started once in a scratch directory wi
 target's settings, the kinds of statement a build runs, the JVM archiving every class it loaded
 from Spark's jars as it exits: kappa_shop.class_archive) and DIRECTORY/spark-test-jvm.conf, a
 Spark properties file that puts it to use. The root conftest.py points PYSPARK_SUBMIT_ARGS at
-that file for the whole pytest run when it exists (the suite's own Spark and every process
-the tests start inherit it); a JVM that cannot use the archive loads its classes from the jars
-as usual and says nothing.
+that file (`--properties-file <it> --load-spark-defaults pyspark-shell`, the last keeping
+SPARK_CONF_DIR's spark-defaults.conf, if any) for the whole pytest run when it exists: the
+suite's own Spark and every process its tests start inherit it. A JVM that cannot use the
+archive loads its classes from the jars as usual and says nothing.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -42,13 +42,6 @@ def settings(java_options: str) -> dict[str, str]:
         "spark.driver.defaultExtraClassPath": str(spark_jars() / "*"),
         "spark.driver.defaultJavaOptions": java_options,
     }
-
-
-def submit_args(directory: Path) -> str:
-    """PYSPARK_SUBMIT_ARGS that start Spark with the archive of `directory` (and with
-    SPARK_CONF_DIR's spark-defaults.conf, if there is one, as without it)."""
-    properties = str(directory / PROPERTIES_NAME)
-    return shlex.join(["--properties-file", properties, "--load-spark-defaults", "pyspark-shell"])
 
 
 def build(directory: Path, profiles_dir: Path) -> None:
