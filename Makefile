@@ -51,9 +51,9 @@ export KAPPA_SHOP_FAST_START
 export PYSPARK_SUBMIT_ARGS ?= --properties-file $(FAST_START_CONF) --load-spark-defaults pyspark-shell
 endif
 
-$(FAST_START_CONF): $(STAMP) $(wildcard java/kappa_shop/hadoop/*.java) scripts/kappa_shop/fast_start.py scripts/kappa_shop/class_archive.py | jdk
+$(FAST_START_CONF): $(STAMP) $(wildcard java/kappa_shop/hadoop/*.java) scripts/kappa_shop/fast_start.py scripts/kappa_shop/fast_start_build.py scripts/kappa_shop/class_archive.py | jdk
 	@echo "Building the fast start into $(FAST_START_DIR) (about a minute)"
-	$(BIN)/python -m kappa_shop.fast_start $(FAST_START_DIR) >$(VENV)/fast-start.log 2>&1 || \
+	$(BIN)/python -m kappa_shop.fast_start_build $(FAST_START_DIR) >$(VENV)/fast-start.log 2>&1 || \
 	  { tail -n 20 $(VENV)/fast-start.log; exit 1; }
 
 # The JDK's javac, for the fast start's jar (its build, and the tests that build it), and its

@@ -698,13 +698,30 @@ def compare_counts(landed: Counter, raw: Counter) -> tuple[str, list[str]]:
     return f"{sum(lost.values())} lost, {sum(doubled.values())} doubled", problems
 
 
-def _cli(*arguments: str) -> None:
-    from kappa_shop.cli import main
+def _ingest(project: Any, landing: Path, kafka: Any) -> None:
+    """The campaign's ingestion, as its killed `kappa-shop ingest` runs it (ingest_arguments):
+    a few files per ingestion batch from the landing zone, or a few hundred records from the
+    topics."""
+    from kappa_shop.ingest import ingest
 
-    print(f"chaos-worker: kappa-shop {' '.join(arguments)}", flush=True)
-    status = main(list(arguments))
-    if status != 0:
-        raise KappaShopError(f"`kappa-shop {' '.join(arguments)}` failed (exit {status})")
+    limit = FILES_PER_INGESTION_BATCH if kafka is None else RECORDS_PER_INGESTION_BATCH
+    report = ingest(
+        project.spark(), landing if kafka is None else kafka, project.raw_schema,
+        progress=lambda message: None, max_files_per_batch=limit, warehouse=project.warehouse(),
+    )  # fmt: skip
+    print(
+        f"chaos-worker: ingested {report.records:,} records in {len(report.batches)} batch(es)",
+        flush=True,
+    )
+
+
+def _build(project: Any, tests: bool) -> None:
+    """The campaign's build, as its killed `kappa-shop build --log ingested --no-docs` runs it
+    (its data tests left out with `tests=False`)."""
+    from kappa_shop.pipeline import build, format_summary
+
+    summary = build(project, docs=False, log_source="ingested", tests=tests)
+    print(f"chaos-worker: {format_summary(summary)}", flush=True)
 
 
 def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
@@ -724,7 +741,6 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
         kafka = KafkaSource(**json.loads(arguments.kafka))
         project.spark(extra_jars=connector_jars(progress=lambda message: None))
     warehouse = project.warehouse()  # (Spark started first: the times below are the work's)
-    ingest = ingest_arguments(landing, kafka)
 
     def deliver(batch: int) -> None:
         """The batch lands in the landing zone; from Kafka, it is also produced to the topics
@@ -746,12 +762,12 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
         _start_clean(project, landing)
         deliver(1)
         started = time.monotonic()
-        _cli(*ingest)
+        _ingest(project, landing, kafka)
         result["seconds"]["ingest"] = time.monotonic() - started
-        _cli("build", "--log", "ingested", "--no-docs", "--no-tests")
+        _build(project, tests=False)
         deliver(2)
         if arguments.ingest == "True":
-            _cli(*ingest)
+            _ingest(project, landing, kafka)
         result["detail"] = (
             f"arrival batch 1 ingested, version 1 of {project.schema} built from it; batch 2 "
             "landed" + (" and ingested" if arguments.ingest == "True" else "")
@@ -762,11 +778,11 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
     done = []
     started = time.monotonic()
     if step == "ingest":
-        _cli(*ingest)
+        _ingest(project, landing, kafka)
         result["seconds"]["ingest"] = time.monotonic() - started
         done.append("ingest again")
     started = time.monotonic()
-    _cli("build", "--log", "ingested", "--no-docs")
+    _build(project, tests=True)
     result["seconds"]["build"] = time.monotonic() - started
     done.append("build with tests passed")
     from_kafka = kafka is not None
@@ -795,7 +811,7 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
         deliver(arguments.next_batch)
         if arguments.ingest == "True":
             started = time.monotonic()
-            _cli(*ingest)
+            _ingest(project, landing, kafka)
             result["seconds"]["ingest"] = time.monotonic() - started
     elif kafka is not None and not result["problems"]:
         # the campaign's last run, found sound: its own topics go (the raw tables keep every

@@ -5,7 +5,7 @@ Every dbt command, `kappa-shop` command and test process of the embedded targets
 JVM that loads and verifies some 20,000 of Spark's classes before it runs a statement. Java's
 class-data sharing maps those classes, already parsed and verified, from an archive file.
 
-`python -m kappa_shop.fast_start` writes the archive: Spark is started once with the `local`
+`python -m kappa_shop.fast_start_build` writes the archive: Spark is started once with the `local`
 target's settings and the fast start's class path, in a scratch directory (a metastore and
 warehouse of its own), runs the kinds of statement a dbt run does, and the JVM writes every
 class it loaded from the class path to the archive when it exits (`-XX:ArchiveClassesAtExit`).
@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kappa_shop.cluster import process_alive
 from kappa_shop.errors import KappaShopError
+from kappa_shop.processes import process_alive
 from kappa_shop.spark import prepare_scratch_directory, profile_output, session_for_output
 
 # Statements of the kinds dbt's materializations and our macros run, so that the classes they

@@ -21,7 +21,6 @@ KAPPA_SHOP_SPARK_MASTER), so dbt and ingestion find what `up` started; the web U
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
+from kappa_shop.processes import process_alive
 
 LOOPBACK = "127.0.0.1"
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
@@ -672,17 +672,3 @@ def stop_process(pid: int, timeout: float) -> int:
     while process_alive(pid):
         time.sleep(0.1)
     return 1
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process `pid` still runs (a zombie does not: one of ours is reaped)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
-    except OSError:
-        return False
-    if state == "Z":
-        # a zombie child of ours (the test runner's): reap it
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        return False
-    return True

@@ -1,8 +1,8 @@
 """The fast start: one opt-in, off by default, that makes every embedded Spark start and write
 faster, and that nothing depends on (docs/fast-start.md).
 
-Turned on by `KAPPA_SHOP_FAST_START=1`. `python -m kappa_shop.fast_start DIR` (what `make setup
-KAPPA_SHOP_FAST_START=1` runs) builds into DIR:
+Turned on by `KAPPA_SHOP_FAST_START=1`. `python -m kappa_shop.fast_start_build DIR` (what
+`make setup KAPPA_SHOP_FAST_START=1` runs) builds into DIR:
 
 - `kappa-shop-hadoop.jar`: Hadoop's local file system with permissions set through java.nio
   instead of a `chmod` process per file and directory Spark writes (java/kappa_shop/hadoop/),
@@ -24,17 +24,11 @@ sets PYSPARK_SUBMIT_ARGS when the variable is 1, and so does `kappa-shop`
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import itertools
 import os
 import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,84 +120,3 @@ def left_out() -> Iterator[None]:
         yield
     finally:
         os.environ["PYSPARK_SUBMIT_ARGS"] = ours
-
-
-def compile_jar(directory: Path, sources: Path) -> Path:
-    """Compile the `.java` files under `sources` against the wheel's jars into
-    directory/JAR_NAME, with the JDK's javac."""
-    javac = shutil.which("javac")
-    if javac is None:
-        raise KappaShopError(
-            "the fast start compiles java/ with the JDK's javac, which is not on PATH "
-            "(Debian: apt-get install openjdk-17-jdk-headless)"
-        )
-    files = sorted(str(path) for path in sources.rglob("*.java"))
-    if not files:
-        raise KappaShopError(f"no Java sources under {sources}")
-    jar = directory / JAR_NAME
-    with tempfile.TemporaryDirectory(prefix="kappa-shop-classes-") as classes:
-        subprocess.run(
-            [javac, "--release", "17", "-d", classes, "-cp", str(spark_jars() / "*"), *files],
-            check=True,
-        )
-        with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in sorted(Path(classes).rglob("*.class")):
-                archive.write(path, path.relative_to(classes).as_posix())
-    return jar
-
-
-def build(directory: Path, project_root: Path, profiles_dir: Path) -> None:
-    """Build the jar, the class archive and the properties file into `directory` (the
-    properties file last: without it nothing uses the other two)."""
-    from kappa_shop.class_archive import write_archive
-
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / PROPERTIES_NAME).unlink(missing_ok=True)
-    started = time.monotonic()
-    jar = compile_jar(directory, project_root / "java" / "kappa_shop" / "hadoop")
-    print(f"Built {jar} in {time.monotonic() - started:.0f} s")
-    started = time.monotonic()
-    archive = directory / ARCHIVE_NAME
-    size = write_archive(archive, profiles_dir, settings(directory, ""))
-    print(
-        f"Wrote {archive} ({size / 2**20:,.0f} MiB of Spark's classes) in "
-        f"{time.monotonic() - started:.0f} s"
-    )
-    lines = [
-        "# The fast start (docs/fast-start.md), written by `python -m kappa_shop.fast_start`;",
-        "# used when PYSPARK_SUBMIT_ARGS names it: `--properties-file <this file> ...`.",
-    ]
-    options = f"-XX:SharedArchiveFile={archive} {QUIET}"
-    lines += [f"{key} {value}" for key, value in settings(directory, options).items()]
-    temporary = directory / f".{PROPERTIES_NAME}.tmp"
-    temporary.write_text("\n".join(lines) + "\n")
-    temporary.replace(directory / PROPERTIES_NAME)
-    print(f"Wrote {directory / PROPERTIES_NAME}")
-
-
-def main() -> int:
-    from kappa_shop.environment import find_project_root
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "directory", type=Path, nargs="?", help="where to build (default: the virtualenv's)"
-    )
-    arguments = parser.parse_args()
-    directory = (arguments.directory or default_directory()).resolve()
-    project_root = find_project_root()
-    profiles_dir = Path(os.environ.get("DBT_PROFILES_DIR", project_root))
-    # the build starts its own Spark with the settings it needs, whatever is set around it
-    os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
-    try:
-        build(directory, project_root, profiles_dir)
-    except KappaShopError as error:
-        print(f"kappa-shop: error: {error}", file=sys.stderr)
-        return 1
-    except subprocess.CalledProcessError as error:
-        print(f"kappa-shop: error: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -382,7 +382,7 @@ def fast_start_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("fast-start")
     root = copy_project(tmp_path_factory.mktemp("fast-start-build") / "kappa_shop")
     result = run_in(
-        root, [sys.executable, "-m", "kappa_shop.fast_start", str(directory)], timeout=900
+        root, [sys.executable, "-m", "kappa_shop.fast_start_build", str(directory)], timeout=900
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return directory
