@@ -40,7 +40,7 @@ $(STAMP): constraints.txt pyproject.toml
 # `make ... KAPPA_SHOP_FAST_START=1` (or the variable exported) builds into .venv/fast-start/
 # Hadoop's local file system without a `chmod` process per file (java/), a class-data sharing
 # archive of Spark's classes, and a Spark properties file naming both; every Spark that make
-# starts then reads the file, through PySpark's PYSPARK_SUBMIT_ARGS (kappa_shop/fast_start.py).
+# starts then reads the file, through PySpark's PYSPARK_SUBMIT_ARGS (kappa_shop/runtime/fast_start.py).
 # Off, nothing is built and Spark starts as it comes.
 KAPPA_SHOP_FAST_START ?=
 FAST_START := $(filter 1,$(KAPPA_SHOP_FAST_START))
@@ -51,9 +51,9 @@ export KAPPA_SHOP_FAST_START
 export PYSPARK_SUBMIT_ARGS ?= --properties-file $(FAST_START_CONF) --load-spark-defaults pyspark-shell
 endif
 
-$(FAST_START_CONF): $(STAMP) $(wildcard java/kappa_shop/hadoop/*.java) scripts/kappa_shop/fast_start.py scripts/kappa_shop/fast_start_build.py scripts/kappa_shop/class_archive.py | jdk
+$(FAST_START_CONF): $(STAMP) $(wildcard java/kappa_shop/hadoop/*.java) scripts/kappa_shop/runtime/fast_start.py scripts/kappa_shop/runtime/fast_start_build.py scripts/kappa_shop/runtime/class_archive.py | jdk
 	@echo "Building the fast start into $(FAST_START_DIR) (about a minute)"
-	$(BIN)/python -m kappa_shop.fast_start_build $(FAST_START_DIR) >$(VENV)/fast-start.log 2>&1 || \
+	$(BIN)/python -m kappa_shop.runtime.fast_start_build $(FAST_START_DIR) >$(VENV)/fast-start.log 2>&1 || \
 	  { tail -n 20 $(VENV)/fast-start.log; exit 1; }
 
 # The JDK's javac, for the fast start's jar (its build, and the tests that build it), and its
@@ -80,7 +80,7 @@ DELTA_VERSION := $(shell sed -n 's/^delta-spark==//p' constraints.txt)
 DELTA_JAR := $(HOME)/.ivy2.5.2/jars/io.delta_delta-spark_2.13-$(DELTA_VERSION).jar
 $(DELTA_JAR): | $(STAMP)
 	@echo "Fetching Delta Lake's jars (io.delta:delta-spark_2.13:$(DELTA_VERSION), ~8 MB) into ~/.ivy2.5.2, once"
-	@$(BIN)/python -m kappa_shop.delta >$(VENV)/delta-jars.log 2>&1 || { tail -n 5 $(VENV)/delta-jars.log; \
+	@$(BIN)/python -m kappa_shop.runtime.delta >$(VENV)/delta-jars.log 2>&1 || { tail -n 5 $(VENV)/delta-jars.log; \
 	  echo "make: Delta Lake's jars could not be fetched from Maven Central into ~/.ivy2.5.2 (above); the tests need them"; exit 1; }
 
 setup: $(STAMP) $(DEPS) $(DELTA_JAR) $(if $(FAST_START),$(FAST_START_CONF)) ## create the virtualenv, install the pinned dependencies, the dbt packages and Delta's jars (and the fast start, with KAPPA_SHOP_FAST_START=1)
@@ -133,7 +133,7 @@ lineage: parse ## redraw docs/lineage.svg (the README's picture of the DAG) from
 # conftest.py points PYSPARK_SUBMIT_ARGS at it). For the tests' short-lived JVMs only: `make
 # run`, `make bench` and kappa-shop never use it.
 TEST_ARCHIVE := $(abspath $(VENV))/test-jvm/spark-test-jvm.conf
-$(TEST_ARCHIVE): $(STAMP) tests/jvm_archive.py scripts/kappa_shop/class_archive.py
+$(TEST_ARCHIVE): $(STAMP) tests/jvm_archive.py scripts/kappa_shop/runtime/class_archive.py
 	@echo "Building the tests' class archive into $(dir $@) (about a minute)"
 	@$(BIN)/python tests/jvm_archive.py $(dir $@) >$(VENV)/test-jvm.log 2>&1 || \
 	  { tail -n 20 $(VENV)/test-jvm.log; exit 1; }

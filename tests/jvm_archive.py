@@ -10,13 +10,13 @@ Java 13). Nothing else changes: the same jars, file system and settings, the sam
     python tests/jvm_archive.py DIRECTORY     # what `make pytest` runs, when it is stale
 
 writes DIRECTORY/spark-classes.jsa (Spark started once in a scratch directory with the `local`
-target's settings, the kinds of statement a build runs, the JVM archiving every class it loaded
-from Spark's jars as it exits: kappa_shop.class_archive) and DIRECTORY/spark-test-jvm.conf, a
-Spark properties file that puts it to use. The root conftest.py points PYSPARK_SUBMIT_ARGS at
-that file (`--properties-file <it> --load-spark-defaults pyspark-shell`, the last keeping
-SPARK_CONF_DIR's spark-defaults.conf, if any) for the whole pytest run when it exists: the
-suite's own Spark and every process its tests start inherit it. A JVM that cannot use the
-archive loads its classes from the jars as usual and says nothing.
+target's settings, the kinds of statement a build runs, the JVM archiving every class it loaded from
+Spark's jars as it exits: kappa_shop.runtime.class_archive) and DIRECTORY/spark-test-jvm.conf, a
+Spark properties file that puts it to use. The root conftest.py points PYSPARK_SUBMIT_ARGS at that
+file (`--properties-file <it> --load-spark-defaults pyspark-shell`, the last keeping
+SPARK_CONF_DIR's spark-defaults.conf, if any) for the whole pytest run when it exists: the suite's
+own Spark and every process its tests start inherit it. A JVM that cannot use the archive loads its
+classes from the jars as usual and says nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def settings(java_options: str) -> dict[str, str]:
     """Spark's jars first on the class path, ahead of SPARK_CONF_DIR (which differs between
     the suite's copies of the project): the JVM maps an archive only for a class path that
     begins as the one it was written with. And `java_options`, to write or use it."""
-    from kappa_shop.fast_start import spark_jars
+    from kappa_shop.runtime.fast_start import spark_jars
 
     return {
         "spark.driver.defaultExtraClassPath": str(spark_jars() / "*"),
@@ -46,7 +46,7 @@ def settings(java_options: str) -> dict[str, str]:
 
 def build(directory: Path, profiles_dir: Path) -> None:
     """Write the archive, then the properties file (without it nothing uses the archive)."""
-    from kappa_shop.class_archive import write_archive
+    from kappa_shop.runtime.class_archive import write_archive
 
     directory.mkdir(parents=True, exist_ok=True)
     (directory / PROPERTIES_NAME).unlink(missing_ok=True)

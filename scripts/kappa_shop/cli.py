@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from kappa_shop import __version__
-from kappa_shop.chaos import STEPS as CHAOS_STEPS
 from kappa_shop.errors import KappaShopError
-from kappa_shop.generator import GeneratorConfig
+from kappa_shop.log.generator import GeneratorConfig
+from kappa_shop.ops.chaos import STEPS as CHAOS_STEPS
 
 GENERATOR_HELP: dict[str, str] = {
     "seed": "random seed: the same seed and options give the same bytes",
@@ -604,8 +604,8 @@ def _add_kafka_settings(parser: argparse.ArgumentParser) -> None:
 def _kafka_source(arguments: argparse.Namespace) -> Any:
     """The KafkaSource of a command's --kafka settings, after probing its brokers (one line
     when none answers)."""
-    from kappa_shop.ingest import KafkaSource
-    from kappa_shop.produce import check_brokers, default_bootstrap_servers
+    from kappa_shop.ingest.ingestion import KafkaSource
+    from kappa_shop.runtime.kafka import check_brokers, default_bootstrap_servers
 
     source = KafkaSource(
         arguments.bootstrap_servers or default_bootstrap_servers(),
@@ -618,7 +618,11 @@ def _kafka_source(arguments: argparse.Namespace) -> Any:
 
 
 def _run(arguments: argparse.Namespace) -> int:
-    from kappa_shop.environment import check_java, find_project_root, prepare_process_environment
+    from kappa_shop.runtime.environment import (
+        check_java,
+        find_project_root,
+        prepare_process_environment,
+    )
 
     command = arguments.command
     if command == "generate":
@@ -630,7 +634,7 @@ def _run(arguments: argparse.Namespace) -> int:
 
     project_root = find_project_root(arguments.project_dir)
     if command == "ingest":  # bad input is one line, before Spark starts
-        from kappa_shop.ingest import check_landing_zone
+        from kappa_shop.ingest.ingestion import check_landing_zone
 
         if arguments.landing is not None:
             check_landing_zone(arguments.landing.resolve())
@@ -648,7 +652,7 @@ def _run(arguments: argparse.Namespace) -> int:
         return 0
 
     prepare_process_environment(project_root)
-    from kappa_shop.dbt import DbtProject
+    from kappa_shop.runtime.dbt import DbtProject
 
     project = DbtProject(root=project_root, target=getattr(arguments, "target", None))
     if command == "check":
@@ -657,14 +661,14 @@ def _run(arguments: argparse.Namespace) -> int:
     if command == "cluster":
         return _cluster(arguments, project)
     if command == "ingest":
-        from kappa_shop.ingest import ingest
+        from kappa_shop.ingest.ingestion import ingest
 
         if arguments.max_files_per_batch is not None and arguments.max_files_per_batch < 1:
             raise KappaShopError("--max-files-per-batch must be at least 1")
         source: Any = arguments.landing
         jars: list[Path] = []
         if arguments.kafka:
-            from kappa_shop.produce import connector_jars
+            from kappa_shop.runtime.kafka import connector_jars
 
             source = _kafka_source(arguments)
             jars = connector_jars()
@@ -700,7 +704,7 @@ def _run(arguments: argparse.Namespace) -> int:
     if command == "chaos":
         return _chaos(arguments, project)
 
-    from kappa_shop.pipeline import build, format_summary
+    from kappa_shop.serving.pipeline import build, format_summary
 
     summary = build(
         project,
@@ -714,8 +718,8 @@ def _run(arguments: argparse.Namespace) -> int:
 
 
 def _serving(arguments: argparse.Namespace, project: Any) -> int:
-    """reprocess, rollback, versions (kappa_shop.serving)."""
-    from kappa_shop.serving import (
+    """reprocess, rollback, versions (kappa_shop.serving.versions)."""
+    from kappa_shop.serving.versions import (
         Reprocess,
         check_keep,
         drop_old_versions,
@@ -739,8 +743,8 @@ def _serving(arguments: argparse.Namespace, project: Any) -> int:
 
 def _chaos(arguments: argparse.Namespace, project: Any) -> int:
     """A chaos campaign, run from this process without starting Spark in it."""
-    from kappa_shop.chaos import Campaign, ChaosConfig, format_report, write_results
-    from kappa_shop.warehouse import check_schema_name
+    from kappa_shop.ops.chaos import Campaign, ChaosConfig, format_report, write_results
+    from kappa_shop.runtime.warehouse import check_schema_name
 
     check_schema_name(arguments.schema, project.target_name)
     if arguments.schema in (project.schema, project.raw_schema):
@@ -788,15 +792,15 @@ def _chaos(arguments: argparse.Namespace, project: Any) -> int:
 
 
 def _bench(arguments: argparse.Namespace, project: object) -> int:
-    from kappa_shop.bench import (
+    from kappa_shop.bench.runner import (
         format_report,
         format_successive,
         run_bench,
         run_successive,
         write_results,
     )
-    from kappa_shop.dbt import DbtProject
-    from kappa_shop.warehouse import check_schema_name
+    from kappa_shop.runtime.dbt import DbtProject
+    from kappa_shop.runtime.warehouse import check_schema_name
 
     assert isinstance(project, DbtProject)
     check_schema_name(arguments.schema, project.target_name)
@@ -831,11 +835,11 @@ def _bench_status(report: Any) -> int:
 
 
 def _check_target(project: object) -> int:
-    from kappa_shop.dbt import DbtProject
-    from kappa_shop.delta import delta_version
-    from kappa_shop.fast_start import FILE_SYSTEM
-    from kappa_shop.spark import check_master_reachable, local_file_system
-    from kappa_shop.warehouse import table_names
+    from kappa_shop.runtime.dbt import DbtProject
+    from kappa_shop.runtime.delta import delta_version
+    from kappa_shop.runtime.fast_start import FILE_SYSTEM
+    from kappa_shop.runtime.spark import check_master_reachable, local_file_system
+    from kappa_shop.runtime.warehouse import table_names
 
     assert isinstance(project, DbtProject)
     output, target = project.output, project.target_name
@@ -873,7 +877,7 @@ def _check_target(project: object) -> int:
 def _class_archive_line(spark: object, target: str) -> str:
     """Whether the embedded Spark maps its classes from the fast start's class archive
     (docs/fast-start.md): a JVM that cannot use it starts as usual and says nothing."""
-    from kappa_shop.class_archive import archive_status
+    from kappa_shop.runtime.class_archive import archive_status
 
     archive, in_use = archive_status(spark)
     if archive is None:
@@ -890,9 +894,9 @@ def _class_archive_line(spark: object, target: str) -> str:
 
 
 def _cluster(arguments: argparse.Namespace, project: object) -> int:
-    from kappa_shop import cluster
-    from kappa_shop.dbt import DbtProject
-    from kappa_shop.spark import profile_output
+    from kappa_shop.ops import cluster
+    from kappa_shop.runtime.dbt import DbtProject
+    from kappa_shop.runtime.spark import profile_output
 
     assert isinstance(project, DbtProject)
     home = project.root / ".cluster"
@@ -909,7 +913,7 @@ def _cluster(arguments: argparse.Namespace, project: object) -> int:
 
 
 def _kafka(arguments: argparse.Namespace, project_root: Path) -> int:
-    from kappa_shop import kafka
+    from kappa_shop.ops import broker as kafka
 
     home = project_root / ".kafka"
     if arguments.action == "status":
@@ -922,13 +926,9 @@ def _kafka(arguments: argparse.Namespace, project_root: Path) -> int:
 
 
 def _produce(arguments: argparse.Namespace) -> int:
-    from kappa_shop.landing import batch_numbers
-    from kappa_shop.produce import (
-        check_brokers,
-        default_bootstrap_servers,
-        kafka_spark,
-        produce,
-    )
+    from kappa_shop.log.landing import batch_numbers
+    from kappa_shop.log.produce import produce
+    from kappa_shop.runtime.kafka import check_brokers, default_bootstrap_servers, kafka_spark
 
     batches = batch_numbers(arguments.log) if arguments.all else arguments.batches
     servers = arguments.bootstrap_servers or default_bootstrap_servers()
@@ -948,7 +948,7 @@ def _produce(arguments: argparse.Namespace) -> int:
 
 
 def _generate(arguments: argparse.Namespace) -> int:
-    from kappa_shop.generator import generate
+    from kappa_shop.log.generator import generate
 
     config = GeneratorConfig(
         **{field.name: getattr(arguments, field.name) for field in fields(GeneratorConfig)}
@@ -967,7 +967,7 @@ def _generate(arguments: argparse.Namespace) -> int:
 
 
 def _deliver(arguments: argparse.Namespace) -> int:
-    from kappa_shop.landing import batch_numbers, deliver
+    from kappa_shop.log.landing import batch_numbers, deliver
 
     batches = batch_numbers(arguments.log) if arguments.all else arguments.batches
     delivered = deliver(arguments.log, arguments.landing, batches)
@@ -992,7 +992,7 @@ def _vars_mapping(text: str) -> dict[str, Any]:
 
 
 def _verify(arguments: argparse.Namespace, project: object) -> int:
-    from kappa_shop.verify import VerifyConfig, format_report, verify
+    from kappa_shop.proof.verify import VerifyConfig, format_report, verify
 
     try:
         seeds = [int(seed) for seed in arguments.seeds.split(",")]
@@ -1003,8 +1003,8 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
     dbt_vars = _vars_mapping(arguments.vars)
     kafka = None
     if arguments.kafka:
-        from kappa_shop.dbt import DbtProject
-        from kappa_shop.produce import connector_jars
+        from kappa_shop.runtime.dbt import DbtProject
+        from kappa_shop.runtime.kafka import connector_jars
 
         assert isinstance(project, DbtProject)
         kafka = _kafka_source(arguments)
@@ -1036,8 +1036,8 @@ def _verify(arguments: argparse.Namespace, project: object) -> int:
 
 
 def _docs(arguments: argparse.Namespace) -> int:
-    from kappa_shop import docs_coverage, lineage
-    from kappa_shop.environment import find_project_root
+    from kappa_shop.ci import docs_coverage, lineage
+    from kappa_shop.runtime.environment import find_project_root
 
     root = find_project_root(arguments.project_dir)
     if arguments.command == "docs-coverage":
@@ -1055,8 +1055,8 @@ def _docs(arguments: argparse.Namespace) -> int:
 
 
 def _slim_ci(arguments: argparse.Namespace, project: object) -> int:
-    from kappa_shop.dbt import DbtProject
-    from kappa_shop.slim_ci import slim_ci
+    from kappa_shop.ci.slim_ci import slim_ci
+    from kappa_shop.runtime.dbt import DbtProject
 
     assert isinstance(project, DbtProject)
     outcome = slim_ci(

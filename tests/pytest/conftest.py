@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
-from kappa_shop.chaos import wait_for_the_group_to_die
-from kappa_shop.dbt import DbtProject
-from kappa_shop.generator import GeneratorConfig
-from kappa_shop.pipeline import BuildSummary, build
-from kappa_shop.verify import VerifyConfig
+from kappa_shop.log.generator import GeneratorConfig
+from kappa_shop.proof.verify import VerifyConfig
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.processes import wait_for_the_group_to_die
+from kappa_shop.serving.pipeline import BuildSummary, build
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOT_COPIED = shutil.ignore_patterns(
@@ -108,7 +108,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """The fast start's switch, read as `kappa-shop` reads it (docs/fast-start.md): with
     KAPPA_SHOP_FAST_START=1, every Spark of the run uses the one `make setup` built."""
-    from kappa_shop import fast_start
+    from kappa_shop.runtime import fast_start
 
     fast_start.apply_from_environment()
 
@@ -312,8 +312,8 @@ def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def missing_delta_jars() -> str | None:
     """Why the suite's Spark cannot have Delta Lake (its jars are not in Ivy's cache, where
     `make setup` fetches them), or None when it can."""
-    from kappa_shop.delta import IVY_HOME, cached_jar, delta_version
-    from kappa_shop.spark import profile_output
+    from kappa_shop.runtime.delta import IVY_HOME, cached_jar, delta_version
+    from kappa_shop.runtime.spark import profile_output
 
     settings = profile_output(REPO_ROOT, DELTA_TARGET)["server_side_parameters"]
     version = delta_version(settings) or "?"
@@ -347,8 +347,8 @@ def spark(project_copy: Path) -> Iterator[Any]:
     run` starts it, without Delta, runs in the tests' subprocesses (faults, ingestion kills,
     chaos). Delta's jars are a prerequisite (`make setup` fetches them;
     pytest_collection_finish)."""
-    from kappa_shop.produce import connector_jars
-    from kappa_shop.spark import profile_output, session_for_output
+    from kappa_shop.runtime.kafka import connector_jars
+    from kappa_shop.runtime.spark import profile_output, session_for_output
 
     previous_directory = Path.cwd()
     previous_environment = dict(os.environ)
@@ -374,7 +374,7 @@ def fast_start_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     uses when it is opted in (`make ... KAPPA_SHOP_FAST_START=1`, whose PYSPARK_SUBMIT_ARGS name
     it), else one built here, in a copy of the project, as `make setup KAPPA_SHOP_FAST_START=1`
     builds it (about a minute)."""
-    from kappa_shop import fast_start
+    from kappa_shop.runtime import fast_start
 
     directory = fast_start.in_use()
     if directory is not None:
@@ -382,7 +382,9 @@ def fast_start_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("fast-start")
     root = copy_project(tmp_path_factory.mktemp("fast-start-build") / "kappa_shop")
     result = run_in(
-        root, [sys.executable, "-m", "kappa_shop.fast_start_build", str(directory)], timeout=900
+        root,
+        [sys.executable, "-m", "kappa_shop.runtime.fast_start_build", str(directory)],
+        timeout=900,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return directory
@@ -414,7 +416,7 @@ def delta_proof(
     import io
 
     from kappa_shop.cli import main
-    from kappa_shop.verify import verify
+    from kappa_shop.proof.verify import verify
 
     checked = io.StringIO()
     with contextlib.redirect_stdout(checked):

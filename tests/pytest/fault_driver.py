@@ -28,10 +28,10 @@ import sys
 import time
 from pathlib import Path
 
-from kappa_shop.dbt import DbtProject
-from kappa_shop.ingest import ingest
-from kappa_shop.landing import deliver
-from kappa_shop.verify import diff_models
+from kappa_shop.ingest.ingestion import ingest
+from kappa_shop.log.landing import deliver
+from kappa_shop.proof.verify import diff_models
+from kappa_shop.runtime.dbt import DbtProject
 
 STARTED = time.monotonic()
 

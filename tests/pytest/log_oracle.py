@@ -1,5 +1,5 @@
 """An independent reading of a generated log: every landed line classified into exactly one
-category from the format's rules alone (kappa_shop.log_format), knowing nothing of how the
+category from the format's rules alone (kappa_shop.log.format), knowing nothing of how the
 generator made it. Tests reconcile these counts with the generator's manifest."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from kappa_shop.log_format import MAX_RECORD_BYTES, PAYLOAD_FIELDS
+from kappa_shop.log.format import MAX_RECORD_BYTES, PAYLOAD_FIELDS
 
 ENVELOPE_REQUIRED = ("topic", "partition", "offset", "key", "event_id", "event_type", "event_time")
 

@@ -23,10 +23,10 @@ import pytest
 import yaml
 from conftest import REPO_ROOT, copy_project, kappa_shop_in
 
-from kappa_shop.bench import bench_log_config, plan_batches, plan_successive
+from kappa_shop.bench.runner import bench_log_config, plan_batches, plan_successive
 from kappa_shop.cli import main
 from kappa_shop.errors import KappaShopError
-from kappa_shop.generator import MAX_FIRST_OFFSET, generate
+from kappa_shop.log.generator import MAX_FIRST_OFFSET, generate
 
 EVENTS = 10_000
 STEPS = [
@@ -88,7 +88,7 @@ def _bench_in_process(
     every model. Put back afterwards: the schema it sets, and the session without the
     temporary view dbt-spark's incremental materialization leaves (the microbatch baseline's
     `__dbt_tmp`, which `show tables` would list in every schema)."""
-    from kappa_shop.bench import _Recorder
+    from kappa_shop.bench.runner import _Recorder
 
     printed, errors = io.StringIO(), io.StringIO()
     views_before = _temporary_views(spark)
@@ -212,10 +212,10 @@ def test_a_check_finding_a_difference_names_the_models_and_fails_the_bench(bench
     # event count); then the command's exit status for each
     from pyspark.sql import functions as F
 
-    from kappa_shop.bench import BenchReport
-    from kappa_shop.bench_checks import check_models
+    from kappa_shop.bench.checks import check_models
+    from kappa_shop.bench.runner import BenchReport
     from kappa_shop.cli import _bench_status
-    from kappa_shop.warehouse import SessionWarehouse
+    from kappa_shop.runtime.warehouse import SessionWarehouse
 
     warehouse = SessionWarehouse(spark)
     ours, copies = "kappa_shop_bench", "bench_checks_copies"

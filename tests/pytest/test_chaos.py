@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from conftest import copy_project, kappa_shop_in
 
-from kappa_shop.chaos import (
+from kappa_shop.log.format import TOPICS
+from kappa_shop.ops.chaos import (
     AFTER_THE_HOOK,
     IN_THE_HOOK,
     compare_counts,
     statements_in_flight,
     where_it_landed,
 )
-from kappa_shop.log_format import TOPICS
 
 # Spark starts in the subprocesses (not through a fixture of conftest's SPARK_FIXTURES)
 pytestmark = pytest.mark.spark

@@ -37,9 +37,15 @@ from conftest import (
 )
 from log_oracle import landed_lines
 
-from kappa_shop.generator import generate
-from kappa_shop.log_format import TOPICS
-from kappa_shop.warehouse import SessionWarehouse, Warehouse, checksums, open_thrift, table_names
+from kappa_shop.log.format import TOPICS
+from kappa_shop.log.generator import generate
+from kappa_shop.runtime.warehouse import (
+    SessionWarehouse,
+    Warehouse,
+    checksums,
+    open_thrift,
+    table_names,
+)
 
 # (`make test` runs this module with the rest; `make test-cluster` runs it alone: README, "Tests")
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]

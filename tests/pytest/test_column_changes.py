@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 from conftest import edited, ledger_rows
 
-from kappa_shop.serving import building
+from kappa_shop.serving.versions import building
 
-# the built project's models: version 1 of the serving schema kappa_shop (kappa_shop.serving)
+# the built project's models: version 1 of the serving schema kappa_shop
+# (kappa_shop.serving.versions)
 SCHEMA = "kappa_shop__v1"
 
 

@@ -22,13 +22,13 @@ from conftest import (
     TRACED_PATHS,
 )
 
-from kappa_shop.dbt import DbtProject
-from kappa_shop.delta import check_delta_pin, delta_version
 from kappa_shop.errors import KappaShopError
-from kappa_shop.pipeline import build
-from kappa_shop.spark import profile_output
-from kappa_shop.verify import building_into, format_report
-from kappa_shop.warehouse import checksums
+from kappa_shop.proof.verify import building_into, format_report
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.delta import check_delta_pin, delta_version
+from kappa_shop.runtime.spark import profile_output
+from kappa_shop.runtime.warehouse import checksums
+from kappa_shop.serving.pipeline import build
 
 TARGET = DELTA_TARGET
 # (conftest's delta_proof: SMALL_PROOF on Delta, one seed; the proof's schedules are tested for

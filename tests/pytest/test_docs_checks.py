@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import REPO_ROOT, copy_project, kappa_shop_in, run_in
 
-from kappa_shop.lineage import PICTURE
+from kappa_shop.ci.lineage import PICTURE
 
 
 @pytest.fixture(scope="module")

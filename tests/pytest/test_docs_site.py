@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT, subprocess_environment
 
-from kappa_shop.docs_coverage import catalog_gaps, check
+from kappa_shop.ci.docs_coverage import catalog_gaps, check
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [

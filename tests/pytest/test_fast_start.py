@@ -1,4 +1,4 @@
-"""The fast start (kappa_shop.fast_start, docs/fast-start.md): one opt-in, off by default.
+"""The fast start (kappa_shop.runtime.fast_start, docs/fast-start.md): one opt-in, off by default.
 
 Off, the embedded Spark is Spark as it comes: its default local file system, classes loaded
 from the jars, and profiles.yml holds only Spark's own settings. On (PYSPARK_SUBMIT_ARGS naming
@@ -21,9 +21,9 @@ import pytest
 import yaml
 from conftest import REPO_ROOT, copy_project, run_in
 
-from kappa_shop import fast_start
 from kappa_shop.errors import KappaShopError
-from kappa_shop.spark import profile_output
+from kappa_shop.runtime import fast_start
+from kappa_shop.runtime.spark import profile_output
 
 OURS = "kappa_shop.hadoop.NioPermissionsLocalFileSystem"
 EMBEDDED_TARGETS = ("local", "local_delta")
@@ -36,8 +36,8 @@ EMBEDDED_TARGETS = ("local", "local_delta")
 PROBE = """
 import json, os, stat, sys
 from pathlib import Path
-from kappa_shop.class_archive import archive_status
-from kappa_shop.spark import local_file_system, profile_output, session_for_output
+from kappa_shop.runtime.class_archive import archive_status
+from kappa_shop.runtime.spark import local_file_system, profile_output, session_for_output
 
 def modes(root):
     return {

@@ -29,8 +29,8 @@ from conftest import (
 )
 from log_oracle import landed_lines
 
-from kappa_shop.generator import GeneratorConfig, generate
-from kappa_shop.log_format import TOPICS
+from kappa_shop.log.format import TOPICS
+from kappa_shop.log.generator import GeneratorConfig, generate
 
 LOG = GeneratorConfig(
     seed=13,

@@ -15,8 +15,8 @@ import pytest
 from log_oracle import ENVELOPE_REQUIRED, classify, landed_lines
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.generator import MALFORMED_KINDS, GeneratorConfig, generate
-from kappa_shop.log_format import TOPICS
+from kappa_shop.log.format import TOPICS
+from kappa_shop.log.generator import MALFORMED_KINDS, GeneratorConfig, generate
 
 # Imperfections turned up so that every kind shows up in a small log.
 TOPICS_KEY = {topic.name: topic.key_field for topic in TOPICS}
@@ -272,7 +272,7 @@ def test_a_log_can_continue_past_another_logs_offsets(tmp_path):
 def test_the_catalog_seed_is_the_generators_catalog():
     from conftest import REPO_ROOT
 
-    from kappa_shop.catalog import as_csv
+    from kappa_shop.log.catalog import as_csv
 
     seed = REPO_ROOT / "seeds" / "reference" / "product_catalog.csv"
     assert seed.read_text() == as_csv()

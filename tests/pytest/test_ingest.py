@@ -16,10 +16,10 @@ from conftest import copy_project, kill_inside_batch
 from log_oracle import LandedLine, classify, landed_lines
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.generator import MALFORMED_KINDS, GeneratorConfig, generate
-from kappa_shop.ingest import ingest
-from kappa_shop.landing import batch_numbers, deliver
-from kappa_shop.log_format import TOPICS
+from kappa_shop.ingest.ingestion import ingest
+from kappa_shop.log.format import TOPICS
+from kappa_shop.log.generator import MALFORMED_KINDS, GeneratorConfig, generate
+from kappa_shop.log.landing import batch_numbers, deliver
 
 LOG = GeneratorConfig(
     seed=5, events=15_000, days=2, batches=5, malformed_fraction=0.01, conflict_fraction=0.004
@@ -110,8 +110,8 @@ def test_a_second_ingestion_at_once_is_refused_and_adds_nothing(ingested, spark)
     # another ingestion into the same raw schema holds the checkpoint's lock
     import fcntl
 
-    from kappa_shop.ingest import checkpoint_dir
-    from kappa_shop.warehouse import SessionWarehouse
+    from kappa_shop.ingest.ingestion import checkpoint_dir
+    from kappa_shop.runtime.warehouse import SessionWarehouse
 
     log_dir, landing, _, _ = ingested
     before = spark.table(f"{SCHEMA}.raw_web_events").count()
@@ -163,7 +163,7 @@ def test_a_file_still_being_written_is_refused_then_read_whole(spark, tmp_path):
     # a producer that writes straight into the landing zone (not under a hidden name, then a
     # rename): the batch that lists its file half-written sees it grow while it reads it, says
     # so in one error and commits nothing; the next ingestion reads the same file, whole
-    from kappa_shop.log_format import encode
+    from kappa_shop.log.format import encode
 
     landing = tmp_path / "landing"
     directory = landing / "topics" / "web_events" / "partition=0"

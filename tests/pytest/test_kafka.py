@@ -41,13 +41,14 @@ from conftest import (
 )
 from log_oracle import classify, defect, landed_lines
 
-from kappa_shop.cluster import process_alive
-from kappa_shop.dbt import DbtProject
-from kappa_shop.generator import generate
-from kappa_shop.ingest import KafkaSource
-from kappa_shop.kafka import answers, jar_directory
-from kappa_shop.log_format import TOPICS
-from kappa_shop.verify import format_report, verify
+from kappa_shop.ingest.ingestion import KafkaSource
+from kappa_shop.log.format import TOPICS
+from kappa_shop.log.generator import generate
+from kappa_shop.ops.broker import jar_directory
+from kappa_shop.proof.verify import format_report, verify
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.kafka import answers
+from kappa_shop.runtime.processes import process_alive
 
 pytestmark = pytest.mark.spark  # (a JVM of its own, as long as a Spark test's)
 
@@ -174,8 +175,8 @@ PREFIX = "shop."
 # reads every record of the log's topics back from the broker, as Kafka's consumers see them
 READ_BACK = r"""
 import json, sys
-from kappa_shop.log_format import TOPICS
-from kappa_shop.produce import kafka_spark
+from kappa_shop.log.format import TOPICS
+from kappa_shop.log.produce import kafka_spark
 spark = kafka_spark("read_back")
 frame = (
     spark.read.format("kafka")

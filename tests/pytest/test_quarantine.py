@@ -12,10 +12,10 @@ from collections import Counter
 import pytest
 from log_oracle import classify, landed_lines
 
-from kappa_shop.dbt import DbtProject
-from kappa_shop.generator import MALFORMED_KINDS, GeneratorConfig, generate
-from kappa_shop.ingest import ingest
-from kappa_shop.landing import batch_numbers, deliver
+from kappa_shop.ingest.ingestion import ingest
+from kappa_shop.log.generator import MALFORMED_KINDS, GeneratorConfig, generate
+from kappa_shop.log.landing import batch_numbers, deliver
+from kappa_shop.runtime.dbt import DbtProject
 
 LOG = GeneratorConfig(
     seed=21,
@@ -176,7 +176,7 @@ def _stage_records(spark, project_copy, schema, records, log_streams=None) -> di
     """`records` (page views) landed in one file of web_events, partition 0, at offsets 0, 1,
     ..., and staged (_stage_files): each record's (event_id, event_type, occurred_at as text,
     invalid_reason), by its offset."""
-    from kappa_shop.log_format import encode
+    from kappa_shop.log.format import encode
 
     envelope = {"topic": "web_events", "partition": 0, "key": "u-1"}
     lines = [

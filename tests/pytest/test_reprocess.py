@@ -1,4 +1,4 @@
-"""Kappa reprocessing (kappa_shop.serving, docs/reprocessing.md): readers query views that
+"""Kappa reprocessing (kappa_shop.serving.versions, docs/reprocessing.md): readers query views that
 point at one version of every model; a reprocess rebuilds every model from the log into a new
 version beside it, catches up, tests, compares and only then switches; a rollback switches
 back; a failed test or an interrupted switch leaves the served version as it was.
@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from conftest import DELTA_TARGET, edited
 
-from kappa_shop import serving
-from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
-from kappa_shop.ingest import ingest
-from kappa_shop.landing import batch_numbers, deliver
-from kappa_shop.pipeline import build, prepare_sample_log
-from kappa_shop.serving import (
+from kappa_shop.ingest.ingestion import ingest
+from kappa_shop.log.landing import batch_numbers, deliver
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.warehouse import checksums
+from kappa_shop.serving.pipeline import build, prepare_sample_log
+from kappa_shop.serving.versions import (
     Reprocess,
     build_served,
     drop_old_versions,
@@ -33,7 +33,7 @@ from kappa_shop.serving import (
     read_versions,
     rollback,
 )
-from kappa_shop.warehouse import checksums
+from kappa_shop.serving import versions as serving
 
 SERVING = "reprocessed"
 UNTESTED = ("--exclude-resource-type", "test", "unit_test")

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import copy_project, kappa_shop_in, kappa_shop_sequence, killed_at
 
-from kappa_shop.generator import GeneratorConfig, generate
-from kappa_shop.landing import batch_numbers, deliver
+from kappa_shop.log.generator import GeneratorConfig, generate
+from kappa_shop.log.landing import batch_numbers, deliver
 
 # Spark starts in the subprocesses (not through a fixture of conftest's SPARK_FIXTURES)
 pytestmark = pytest.mark.spark

@@ -15,9 +15,9 @@ import yaml
 from log_oracle import activity_sessions, classify, landed_lines, seed_lines
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.log_format import TOPICS
-from kappa_shop.pipeline import build
-from kappa_shop.serving import building
+from kappa_shop.log.format import TOPICS
+from kappa_shop.serving.pipeline import build
+from kappa_shop.serving.versions import building
 
 GAP = timedelta(minutes=30)
 SESSION_COLUMNS = """

@@ -9,7 +9,7 @@ import subprocess
 
 from conftest import copy_project, kappa_shop_in, ledger_rows
 
-from kappa_shop.slim_ci import slim_ci
+from kappa_shop.ci.slim_ci import slim_ci
 
 CHANGED = "models/marts/search/search_click_through.sql"
 DOWNSTREAM = {"model.kappa_shop.search_click_through", "model.kappa_shop.search_ctr_daily"}

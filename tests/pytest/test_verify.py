@@ -15,8 +15,7 @@ import pytest
 from conftest import REPO_ROOT, copy_project, ledger_rows
 
 from kappa_shop.cli import main
-from kappa_shop.dbt import DbtProject
-from kappa_shop.verify import (
+from kappa_shop.proof.verify import (
     OLD_DAY,
     REACH_EDGES,
     REDELIVERY,
@@ -26,6 +25,7 @@ from kappa_shop.verify import (
     plan_schedule,
     verify,
 )
+from kappa_shop.runtime.dbt import DbtProject
 
 
 def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, monkeypatch):
@@ -241,8 +241,13 @@ def test_in_every_schedule_a_batch_overtakes_an_older_one():
 def test_the_old_day_batch_holds_a_few_events_of_one_old_day_moved_out_of_their_batches(
     tmp_path,
 ):
-    from kappa_shop.generator import GeneratorConfig, generate, read_manifest
-    from kappa_shop.reach_edges import Reach, add_edge_batches, add_old_day_batch, choose_old_day
+    from kappa_shop.log.generator import GeneratorConfig, generate, read_manifest
+    from kappa_shop.proof.reach_edges import (
+        Reach,
+        add_edge_batches,
+        add_old_day_batch,
+        choose_old_day,
+    )
 
     # (`make verify`'s scale: a week, with days of events around midnight to copy)
     generate(GeneratorConfig(seed=2, events=3000, days=7.0), tmp_path, progress=lambda _: None)
@@ -314,8 +319,8 @@ def test_the_reach_edge_batches_keep_each_side_of_a_midnight_apart(tmp_path):
     # midnight, the second's (delivered last) all before another, so that only the reach can
     # make a run recompute the day on the other side, and the second cannot recompute the day
     # the first tests
-    from kappa_shop.generator import GeneratorConfig, generate, read_manifest
-    from kappa_shop.reach_edges import Reach, add_edge_batches
+    from kappa_shop.log.generator import GeneratorConfig, generate, read_manifest
+    from kappa_shop.proof.reach_edges import Reach, add_edge_batches
 
     generate(GeneratorConfig(seed=2, events=3000, days=4.0), tmp_path, progress=lambda _: None)
     last = max(entry["batch"] for entry in read_manifest(tmp_path)["batches"])
@@ -397,9 +402,9 @@ def test_a_gap_in_the_ingestion_receipts_stops_the_build(
     spark, project_copy, tmp_path, monkeypatch
 ):
     from kappa_shop.errors import KappaShopError
-    from kappa_shop.generator import GeneratorConfig, generate
-    from kappa_shop.ingest import ingest
-    from kappa_shop.landing import deliver
+    from kappa_shop.ingest.ingestion import ingest
+    from kappa_shop.log.generator import GeneratorConfig, generate
+    from kappa_shop.log.landing import deliver
 
     log_dir, landing = tmp_path / "log", tmp_path / "landing"
     generate(GeneratorConfig(seed=6, events=300, days=1, batches=3), log_dir, lambda m: None)

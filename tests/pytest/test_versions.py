@@ -1,11 +1,11 @@
-"""The registry of a serving schema read as versions (kappa_shop.serving.Versions): which one
-is served, which one a rollback serves, and which reprocesses never ended. No Spark: the
+"""The registry of a serving schema read as versions (kappa_shop.serving.versions.Versions):
+which one is served, which one a rollback serves, and which reprocesses never ended. No Spark: the
 registry's rows as a reprocess, a switch and a kill leave them (test_reprocess and
 test_reprocess_killed write them for real)."""
 
 from __future__ import annotations
 
-from kappa_shop.serving import FIRST_BUILD, NOT_SWITCHED, Event, Versions
+from kappa_shop.serving.versions import FIRST_BUILD, NOT_SWITCHED, Event, Versions
 
 V1 = {"shop.sessions": "shop__v1.sessions"}
 V2 = {"shop.sessions": "shop__v2.sessions"}

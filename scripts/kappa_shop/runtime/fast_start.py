@@ -1,14 +1,14 @@
 """The fast start: one opt-in, off by default, that makes every embedded Spark start and write
 faster, and that nothing depends on (docs/fast-start.md).
 
-Turned on by `KAPPA_SHOP_FAST_START=1`. `python -m kappa_shop.fast_start_build DIR` (what
+Turned on by `KAPPA_SHOP_FAST_START=1`. `python -m kappa_shop.runtime.fast_start_build DIR` (what
 `make setup KAPPA_SHOP_FAST_START=1` runs) builds into DIR:
 
 - `kappa-shop-hadoop.jar`: Hadoop's local file system with permissions set through java.nio
   instead of a `chmod` process per file and directory Spark writes (java/kappa_shop/hadoop/),
   compiled with the JDK's javac against the PySpark wheel's Hadoop;
 - `kappa-shop-classes.jsa`: a class-data sharing archive of the classes a Spark session loads,
-  written by a Spark started as the `local` target starts (kappa_shop.class_archive);
+  written by a Spark started as the `local` target starts (kappa_shop.runtime.class_archive);
 - `spark-fast-start.conf`: a Spark properties file that puts both to use, written last.
 
 Spark reads the properties file when PYSPARK_SUBMIT_ARGS says `--properties-file FILE

@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from kappa_shop.generator import read_manifest
+from kappa_shop.log.generator import read_manifest
 
 # the streams whose copies stay plain new events (a copied profile change would repeat its
 # LSN, a copied inventory change would only shift a running total that every day recomputes)
@@ -335,7 +335,7 @@ def _movable(
 ) -> list[tuple[datetime, str, Path, int, dict[str, Any]]]:
     """Every well-formed record of the log's arrival batches (not the reach-edge copies) but the
     first of its file (whose offset names the file): (day, topic, file, line number, record)."""
-    from kappa_shop.log_format import TOPICS
+    from kappa_shop.log.format import TOPICS
 
     movable = []
     for entry in manifest["batches"]:
@@ -380,7 +380,7 @@ def add_old_day_batch(log_dir: Path, old_day: datetime, per_topic: int = 2) -> i
     their keys. Delivered last and alone, no later run recomputes what its run missed (and
     the reach-edge batches, added before, keep the days they test a day away from D's). The
     records keep their offsets; the files they leave keep their first record."""
-    from kappa_shop.log_format import TOPICS
+    from kappa_shop.log.format import TOPICS
 
     manifest = read_manifest(log_dir)
     movable = _movable(log_dir, manifest)

@@ -30,14 +30,14 @@ class DbtProject:
     @property
     def target_name(self) -> str:
         """The target in use: the one asked for, else the profile's default."""
-        from kappa_shop.spark import default_target
+        from kappa_shop.runtime.spark import default_target
 
         return self.target or default_target(self.profiles_dir)
 
     @property
     def output(self) -> dict[str, Any]:
         """The target's settings from profiles.yml, rendered."""
-        from kappa_shop.spark import profile_output
+        from kappa_shop.runtime.spark import profile_output
 
         return profile_output(self.profiles_dir, self.target_name)
 
@@ -50,13 +50,13 @@ class DbtProject:
         """The SparkSession ingestion runs in for this target (started on first use), with
         `extra_jars` on its classpath (such as Spark's Kafka connector; they must be asked for
         by the first call, which starts it)."""
-        from kappa_shop.spark import session_for_output
+        from kappa_shop.runtime.spark import session_for_output
 
         return session_for_output(self.output, self.target_name, extra_jars)
 
     def warehouse(self) -> Any:
-        """SQL on this target's tables (kappa_shop.warehouse.Warehouse), connected once."""
-        from kappa_shop.warehouse import connect
+        """SQL on this target's tables (kappa_shop.runtime.warehouse.Warehouse), connected once."""
+        from kappa_shop.runtime.warehouse import connect
 
         if self._warehouse is None:
             output = self.output

@@ -22,9 +22,9 @@ from typing import Any
 import jinja2
 import yaml
 
-from kappa_shop import fast_start
-from kappa_shop.delta import check_delta_pin, jars_unavailable
 from kappa_shop.errors import KappaShopError
+from kappa_shop.runtime import fast_start
+from kappa_shop.runtime.delta import check_delta_pin, jars_unavailable
 
 PROFILE_NAME = "kappa_shop"
 # how long a new Spark process waits for the JVM of one that just ended to let go of the

@@ -6,7 +6,7 @@
    delivered before older ones, the stragglers-only batch (late events only), and a round
    that redelivers an already delivered batch whole (duplicates only); then two rounds of one
    batch each with late events at the edges of every reach the models declare, just inside
-   and just outside it, around two midnights (kappa_shop.reach_edges); and last, a round of a
+   and just outside it, around two midnights (kappa_shop.proof.reach_edges); and last, a round of a
    few events of one old day held back from their batches, with days of history on both
    sides, so that what a run recomputes beyond that day follows from each model's declared
    reach alone (add_old_day_batch).
@@ -36,7 +36,7 @@ From Kafka (`kafka`): each round's batches are produced to topics of the proof's
 (`<schema prefix>_<seed>_<time>.<stream>`, created first, deleted at the end) in the
 schedule's order, so the broker gives them offsets in that order, and the redelivered batch is
 sent again as new records (a producer's retry); ingestion reads them with Spark's Kafka source.
-The process's Spark must have the Kafka connector (kappa_shop.produce.connector_jars).
+The process's Spark must have the Kafka connector (kappa_shop.log.produce.connector_jars).
 """
 
 from __future__ import annotations
@@ -52,21 +52,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
-from kappa_shop.generator import GeneratorConfig, generate, read_manifest
-from kappa_shop.ingest import KafkaSource, checkpoint_dir, ingest
-from kappa_shop.landing import deliver
-from kappa_shop.reach_edges import (
+from kappa_shop.ingest.ingestion import KafkaSource, checkpoint_dir, ingest
+from kappa_shop.log.generator import GeneratorConfig, generate, read_manifest
+from kappa_shop.log.landing import deliver
+from kappa_shop.proof.reach_edges import (
     add_edge_batches,
     add_old_day_batch,
     choose_old_day,
     declared_reaches,
 )
-from kappa_shop.warehouse import Warehouse, checksums, columns
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.warehouse import Warehouse, checksums, columns
 
 REDELIVERY = "redelivery"
-REACH_EDGES = "reach edges"  # a batch of kappa_shop.reach_edges, delivered alone, near the end
+REACH_EDGES = (
+    "reach edges"  # a batch of kappa_shop.proof.reach_edges, delivered alone, near the end
+)
 OLD_DAY = "old day"  # a few held-back events of one old day (add_old_day_batch), delivered last
 # the ledger compacts inside every proof (kappa_ledger_compact_after) unless its vars say
 # otherwise: a model's ledger rows past two or three are merged, several times over a proof
@@ -223,7 +225,7 @@ def diff_models(
 ) -> list[ModelDiff]:
     """Every model of `grains` in schema `left` (incremental) against the same model in `right`
     (full refresh), sorted by model. One query first gives each table's row count and an
-    order-independent checksum of its rows (kappa_shop.warehouse.checksums); a model whose
+    order-independent checksum of its rows (kappa_shop.runtime.warehouse.checksums); a model whose
     two tables agree on both holds the same rows (a 64-bit hash per row, summed without
     overflow), and only the others are diffed row by row (diff_model), which decides. A proof
     mostly finds every model equal, so it pays one query instead of one per model."""
@@ -431,7 +433,7 @@ def _land(project: DbtProject, log: _Log, number: int, entry: Round) -> tuple[st
     or records produced) and the ingestion report."""
     source: Path | KafkaSource = log.landing_dir
     if log.kafka is not None:
-        from kappa_shop.produce import produce
+        from kappa_shop.log.produce import produce
 
         source = log.kafka
         produced = produce(
@@ -471,7 +473,7 @@ def verify(
     if config.selector:
         _check_selector(project.root, config.selector)
     if config.kafka is not None:
-        from kappa_shop.produce import check_brokers, check_connector
+        from kappa_shop.runtime.kafka import check_brokers, check_connector
 
         check_connector(project.spark())
         if not config.kafka.options:  # (a broker that needs TLS or SASL does not answer a probe)
@@ -491,7 +493,7 @@ def _delete_topics(project: DbtProject, log: _Log, quietly: bool = False) -> Non
     `quietly` after a failure, which is what the caller is to see."""
     if log.kafka is None:
         return
-    from kappa_shop.produce import delete_topics
+    from kappa_shop.runtime.kafka import delete_topics
 
     try:
         delete_topics(

@@ -14,8 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kappa_shop import fast_start
 from kappa_shop.errors import KappaShopError
+from kappa_shop.runtime import fast_start
 
 MINIMUM_JAVA_MAJOR = 17
 INSTALL_JAVA_HINT = (
@@ -105,8 +105,8 @@ def prepare_process_environment(project_root: Path) -> None:
     - DBT_PROFILES_DIR: the profiles.yml in the repository.
     - SPARK_LOCAL_IP: bind Spark to loopback (no listening on other interfaces).
     - SPARK_CONF_DIR: conf/, whose log4j2.properties keeps Spark at WARN.
-    - PYSPARK_SUBMIT_ARGS: the fast start's, when KAPPA_SHOP_FAST_START=1 (kappa_shop.fast_start,
-      docs/fast-start.md); nothing when it is off, the default.
+    - PYSPARK_SUBMIT_ARGS: the fast start's, when KAPPA_SHOP_FAST_START=1
+      (kappa_shop.runtime.fast_start, docs/fast-start.md); nothing when it is off, the default.
 
     It also makes the project root the working directory: Spark resolves the warehouse and
     the metastore (relative paths in profiles.yml) against it, so `--project-dir` from

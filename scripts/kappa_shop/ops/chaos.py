@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
+from kappa_shop.runtime.processes import wait_for_the_group_to_die
 
 STEPS = ("ingest", "build", "full-refresh", "reprocess", "compaction")
 # The line a step's command prints when its work begins (Spark is up): its kill's moment is
@@ -81,8 +82,8 @@ class ChaosConfig:
     check_every: int = 10
     steps: tuple[str, ...] = STEPS
     target: str | None = None
-    # from Kafka (kappa_shop.ingest.KafkaSource, its topic prefix the campaign's own) instead of
-    # landing files; None: landing files
+    # from Kafka (kappa_shop.ingest.ingestion.KafkaSource, its topic prefix the campaign's own)
+    # instead of landing files; None: landing files
     kafka: Any = None
 
     def validate(self) -> None:
@@ -133,53 +134,6 @@ class ChaosReport:
 
 
 # --- the process group and its kill ------------------------------------------------------
-
-
-def live_members(group: int) -> list[int]:
-    """The processes of `group` with a thread that has not exited."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields_ = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields_[2]) != group:
-                continue
-            states = [
-                (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                for task in (entry / "task").iterdir()
-            ]
-        except OSError:
-            continue
-        if any(state not in ("Z", "X") for state in states):
-            members.append(int(entry.name))
-    return members
-
-
-def wait_for_the_group_to_die(group: int, metastore: Path | None, timeout: float = 60.0) -> None:
-    """Until every process of the killed group (Spark's JVM too) is gone and the OS lock the
-    JVM held on the project's embedded metastore (if any) is released.
-
-    A killed JVM's main thread can show as a zombie while its other threads still tear down
-    (unmapping a large heap takes a while) and still hold its files and locks; nothing may reap
-    orphans, so zombies stay. Hence: no live thread in the group, then the lock."""
-    from kappa_shop.spark import check_metastore_free
-
-    deadline = time.monotonic() + timeout
-    while live_members(group):
-        if time.monotonic() > deadline:
-            raise KappaShopError(f"process group {group} still runs {timeout:g} s after SIGKILL")
-        time.sleep(0.1)
-    while metastore is not None:
-        try:
-            check_metastore_free(metastore)
-            return
-        except KappaShopError:
-            if time.monotonic() > deadline:
-                raise KappaShopError(
-                    f"{metastore} still locked {timeout:g} s after group {group} was killed"
-                ) from None
-            time.sleep(0.1)
 
 
 @dataclass
@@ -445,7 +399,7 @@ class Campaign:
         source = self.config.kafka
         kafka = [] if source is None else ["--kafka", json.dumps(asdict(source))]
         outcome = run_killed(
-            [sys.executable, "-m", "kappa_shop.chaos", *arguments, *kafka], self.root,
+            [sys.executable, "-m", "kappa_shop.ops.chaos", *arguments, *kafka], self.root,
             self.environment, kill_after=None,
         )  # fmt: skip
         for line in reversed(outcome.output.splitlines()):
@@ -458,7 +412,7 @@ class Campaign:
         )
 
     def run(self) -> ChaosReport:
-        from kappa_shop.generator import GeneratorConfig, generate
+        from kappa_shop.log.generator import GeneratorConfig, generate
 
         self.config.validate()
         # stopped (Ctrl-C, or SIGTERM as well): the running command's group is killed with it
@@ -645,8 +599,8 @@ def landed_records(landing: Path, kafka: bool = False) -> Counter:
     """Every record landed, as many times as it landed: (topic, line) of each line of each
     file; from Kafka, where each landed batch was also produced, (topic, partition, offset,
     value) of the record each line was produced as (at its log offset)."""
-    from kappa_shop.log_format import TOPICS
-    from kappa_shop.produce import as_record
+    from kappa_shop.log.format import TOPICS
+    from kappa_shop.log.produce import as_record
 
     found: Counter = Counter()
     for topic in TOPICS:
@@ -666,7 +620,7 @@ def landed_records(landing: Path, kafka: bool = False) -> Counter:
 def raw_records(warehouse: Any, raw_schema: str, kafka: bool = False) -> Counter:
     """Every row of the raw tables: (topic, raw_record); from Kafka, (topic, partition,
     offset, value) of the broker's record it holds."""
-    from kappa_shop.log_format import TOPICS
+    from kappa_shop.log.format import TOPICS
 
     found: Counter = Counter()
     for topic in TOPICS:
@@ -702,7 +656,7 @@ def _ingest(project: Any, landing: Path, kafka: Any) -> None:
     """The campaign's ingestion, as its killed `kappa-shop ingest` runs it (ingest_arguments):
     a few files per ingestion batch from the landing zone, or a few hundred records from the
     topics."""
-    from kappa_shop.ingest import ingest
+    from kappa_shop.ingest.ingestion import ingest
 
     limit = FILES_PER_INGESTION_BATCH if kafka is None else RECORDS_PER_INGESTION_BATCH
     report = ingest(
@@ -718,15 +672,15 @@ def _ingest(project: Any, landing: Path, kafka: Any) -> None:
 def _build(project: Any, tests: bool) -> None:
     """The campaign's build, as its killed `kappa-shop build --log ingested --no-docs` runs it
     (its data tests left out with `tests=False`)."""
-    from kappa_shop.pipeline import build, format_summary
+    from kappa_shop.serving.pipeline import build, format_summary
 
     summary = build(project, docs=False, log_source="ingested", tests=tests)
     print(f"chaos-worker: {format_summary(summary)}", flush=True)
 
 
 def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
-    from kappa_shop.dbt import DbtProject
-    from kappa_shop.environment import find_project_root, prepare_process_environment
+    from kappa_shop.runtime.dbt import DbtProject
+    from kappa_shop.runtime.environment import find_project_root, prepare_process_environment
 
     root = find_project_root(None)
     prepare_process_environment(root)
@@ -735,8 +689,8 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
     landing = work_dir / "landing"
     kafka = None
     if arguments.kafka:
-        from kappa_shop.ingest import KafkaSource
-        from kappa_shop.produce import connector_jars
+        from kappa_shop.ingest.ingestion import KafkaSource
+        from kappa_shop.runtime.kafka import connector_jars
 
         kafka = KafkaSource(**json.loads(arguments.kafka))
         project.spark(extra_jars=connector_jars(progress=lambda message: None))
@@ -745,11 +699,11 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
     def deliver(batch: int) -> None:
         """The batch lands in the landing zone; from Kafka, it is also produced to the topics
         (the landing zone then only records what was produced, for the count)."""
-        from kappa_shop.landing import deliver as land
+        from kappa_shop.log.landing import deliver as land
 
         land(work_dir / "log", landing, [batch])
         if kafka is not None:
-            from kappa_shop.produce import produce
+            from kappa_shop.log.produce import produce
 
             produce(
                 project.spark(), work_dir / "log", [batch], kafka.bootstrap_servers,
@@ -792,7 +746,7 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
     result["problems"] += problems
     result["compared"] = "-"
     if arguments.compare == "True":
-        from kappa_shop.serving import Reprocess, drop_old_versions
+        from kappa_shop.serving.versions import Reprocess, drop_old_versions
 
         started = time.monotonic()
         # (its tests left out: the served version's passed in the recovery, and the
@@ -816,7 +770,7 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
     elif kafka is not None and not result["problems"]:
         # the campaign's last run, found sound: its own topics go (the raw tables keep every
         # record with its topic, partition and offset); kept to look into otherwise
-        from kappa_shop.produce import delete_topics
+        from kappa_shop.runtime.kafka import delete_topics
 
         delete_topics(project.spark(), kafka.bootstrap_servers, kafka.topic_names(), kafka.options)
     return result
@@ -827,7 +781,7 @@ def _start_clean(project: Any, landing: Path) -> None:
     ingestion checkpoint), its landing zone emptied."""
     import shutil
 
-    from kappa_shop.ingest import checkpoint_dir
+    from kappa_shop.ingest.ingestion import checkpoint_dir
 
     warehouse = project.warehouse()
     shutil.rmtree(landing, ignore_errors=True)
@@ -840,7 +794,7 @@ def _start_clean(project: Any, landing: Path) -> None:
 
 
 def worker_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kappa_shop.chaos")
+    parser = argparse.ArgumentParser(prog="python -m kappa_shop.ops.chaos")
     parser.add_argument("action", choices=("setup", "recover"))
     parser.add_argument("--work-dir", type=Path, required=True)
     parser.add_argument("--step", default="")

@@ -1,15 +1,15 @@
 """A class-data sharing archive of Spark's classes, so that each embedded Spark starts faster:
-half of the fast start (kappa_shop.fast_start, docs/fast-start.md), off by default.
+half of the fast start (kappa_shop.runtime.fast_start, docs/fast-start.md), off by default.
 
 Every dbt command, `kappa-shop` command and test process of the embedded targets starts a
 JVM that loads and verifies some 20,000 of Spark's classes before it runs a statement. Java's
 class-data sharing maps those classes, already parsed and verified, from an archive file.
 
-`python -m kappa_shop.fast_start_build` writes the archive: Spark is started once with the `local`
-target's settings and the fast start's class path, in a scratch directory (a metastore and
-warehouse of its own), runs the kinds of statement a dbt run does, and the JVM writes every
-class it loaded from the class path to the archive when it exits (`-XX:ArchiveClassesAtExit`).
-The fast start's properties file then starts Spark with `-XX:SharedArchiveFile`.
+`python -m kappa_shop.runtime.fast_start_build` writes the archive: Spark is started once with the
+`local` target's settings and the fast start's class path, in a scratch directory (a metastore and
+warehouse of its own), runs the kinds of statement a dbt run does, and the JVM writes every class it
+loaded from the class path to the archive when it exits (`-XX:ArchiveClassesAtExit`). The fast
+start's properties file then starts Spark with `-XX:SharedArchiveFile`.
 
 The archive only speeds things up. A JVM that cannot use it (no file, or one written for
 other jars: the JVM checks the class path and every jar's size and time) loads its classes as
@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.processes import process_alive
-from kappa_shop.spark import prepare_scratch_directory, profile_output, session_for_output
+from kappa_shop.runtime.processes import process_alive
+from kappa_shop.runtime.spark import prepare_scratch_directory, profile_output, session_for_output
 
 # Statements of the kinds dbt's materializations and our macros run, so that the classes they
 # need are loaded (and archived): a Hive database and partitioned parquet tables, dynamic

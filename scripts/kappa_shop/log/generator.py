@@ -51,9 +51,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from kappa_shop.catalog import CATEGORIES, Product, products
 from kappa_shop.errors import KappaShopError
-from kappa_shop.log_format import (
+from kappa_shop.log.catalog import CATEGORIES, Product, products
+from kappa_shop.log.format import (
     MAX_RECORD_BYTES,
     PAYLOAD_FIELDS,
     SCHEMA_VERSION,

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,9 +33,18 @@ from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.processes import process_alive
+from kappa_shop.runtime.jars import MAVEN_REPOSITORY, spark_home
+from kappa_shop.runtime.processes import (
+    LOOPBACK,
+    listening,
+    log_tail,
+    port_taken,
+    process_alive,
+    processes_under,
+    runs_main_class,
+    stop_process,
+)
 
-LOOPBACK = "127.0.0.1"
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 STATE_FILE = "cluster.json"
 THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
@@ -121,23 +128,10 @@ def _port(value: object, name: str) -> int:
     return port
 
 
-def spark_home() -> Path:
-    """The Spark distribution inside the pip install of PySpark."""
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    if not (home / "bin" / "spark-class").is_file():
-        raise KappaShopError(f"{home} has no bin/spark-class: reinstall pyspark (make setup)")
-    return home
-
-
 # The one jar the Thrift Server needs that the PySpark wheel does not ship: Hive's function
 # registry (initialized when a Thrift session that used the metastore closes) loads a class of
 # hive-llap-common, and without it that close fails once with NoClassDefFoundError (and the
 # registry never initializes: SPARK-51041). The full Spark distribution ships the jar.
-MAVEN_REPOSITORY = os.environ.get("KAPPA_SHOP_MAVEN_REPOSITORY", "https://repo1.maven.org/maven2")
-
-
 def hive_llap_common_jar() -> Path:
     """Where the cached hive-llap-common jar of the wheel's Hive version lives (it may not)."""
     versions = [path.name for path in (spark_home() / "jars").glob("hive-exec-*-core.jar")]
@@ -331,38 +325,6 @@ def _environment(settings: ClusterSettings, conf_dir: Path) -> dict[str, str]:
 # --- process bookkeeping -------------------------------------------------------------------
 
 
-def _alive(pid: int | None, main_class: str) -> bool:
-    """Whether `pid` runs and is the process we started (not a reused id)."""
-    if not pid:
-        return False
-    try:
-        command_line = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        status = Path(f"/proc/{pid}/stat").read_text().split()[2]
-    except OSError:
-        return False
-    if status == "Z":
-        return False
-    # empty while the launcher script execs java: the same process, mid-exec
-    return not command_line or main_class in command_line
-
-
-def port_taken(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((LOOPBACK, port))
-        except OSError:
-            return True
-    return False
-
-
-def listening(port: int) -> bool:
-    try:
-        with socket.create_connection((LOOPBACK, port), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
 def _read_state(home: Path) -> dict[str, Component]:
     path = home / STATE_FILE
     if not path.is_file():
@@ -380,15 +342,6 @@ def _write_state(home: Path, components: list[Component]) -> None:
     entries = [{**asdict(component), "env": {}} for component in components]
     hidden.write_text(json.dumps({"components": entries}, indent=2) + "\n")
     os.replace(hidden, path)
-
-
-def log_tail(path: Path, lines: int = 12) -> str:
-    try:
-        text = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return "(no log)"
-    interesting = [line for line in text if "WARNING: Using incubator modules" not in line]
-    return "\n".join(f"    {line}" for line in interesting[-lines:]) or "(empty log)"
 
 
 # --- the commands ----------------------------------------------------------------------------
@@ -409,7 +362,8 @@ def up(
     running = {
         component.name: previous[component.name]
         for component in components
-        if component.name in previous and _alive(previous[component.name].pid, component.main_class)
+        if component.name in previous
+        and runs_main_class(previous[component.name].pid, component.main_class)
     }
     if len(running) == len(components):
         changed = [
@@ -511,7 +465,7 @@ def _alive_workers(settings: ClusterSettings) -> int:
 
 
 def _thrift_answers(settings: ClusterSettings) -> bool:
-    from kappa_shop.warehouse import open_thrift
+    from kappa_shop.runtime.warehouse import open_thrift
 
     if not listening(settings.thrift_port):
         return False
@@ -599,7 +553,7 @@ def status(home: Path, progress: Callable[[str], None] = print) -> bool:
         return False
     all_up = True
     for component in state.values():
-        alive = _alive(component.pid, component.main_class)
+        alive = runs_main_class(component.pid, component.main_class)
         all_up &= alive
         ports = ", ".join(
             f"{label} {port}" + ("" if listening(port) else " (not listening)")
@@ -613,38 +567,20 @@ def status(home: Path, progress: Callable[[str], None] = print) -> bool:
     return all_up
 
 
-def _processes_under(directory: Path) -> list[int]:
-    """Spark processes whose working directory is inside `directory` (executors, strays)."""
-    found = []
-    own = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == own:
-            continue
-        try:
-            cwd = Path(os.readlink(entry / "cwd"))
-            command_line = (entry / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        inside = cwd == directory or directory in cwd.parents
-        if inside and "org.apache.spark" in command_line:
-            found.append(int(entry.name))
-    return found
-
-
 def down(home: Path, timeout: float = 60.0, progress: Callable[[str], None] = print) -> int:
     """Stop every process of the cluster (newest first), then any executor left; returns how
     many processes were stopped."""
     state = _read_state(home)
     targets: list[tuple[str, int]] = []
     for component in reversed(list(state.values())):
-        if _alive(component.pid, component.main_class):
+        if runs_main_class(component.pid, component.main_class):
             targets.append((component.name, int(component.pid or 0)))
     stopped = 0
     for name, pid in targets:
         stopped += stop_process(pid, timeout)
         progress(f"  {name}: stopped (pid {pid})")
     home = home.resolve()
-    strays = _processes_under(home) if home.is_dir() else []
+    strays = processes_under(home) if home.is_dir() else []
     for pid in strays:
         stopped += stop_process(pid, timeout)
         progress(f"  stopped pid {pid} (ran in {home}: an executor or a leftover)")
@@ -652,23 +588,3 @@ def down(home: Path, timeout: float = 60.0, progress: Callable[[str], None] = pr
         _write_state(home, [Component(**{**asdict(c), "pid": None}) for c in state.values()])
     progress("The cluster is down." if stopped else "Nothing was running.")
     return stopped
-
-
-def stop_process(pid: int, timeout: float) -> int:
-    """SIGTERM, then SIGKILL after `timeout`; 1 if the process existed."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return 0
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not process_alive(pid):
-            return 1
-        time.sleep(0.2)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return 1
-    while process_alive(pid):
-        time.sleep(0.1)
-    return 1

@@ -1,6 +1,6 @@
-"""Building the fast start (docs/fast-start.md): `python -m kappa_shop.fast_start_build DIR`
+"""Building the fast start (docs/fast-start.md): `python -m kappa_shop.runtime.fast_start_build DIR`
 (what `make setup KAPPA_SHOP_FAST_START=1` runs) compiles the jar, writes the class archive
-and then the properties file that puts both to use (kappa_shop.fast_start says what each is
+and then the properties file that puts both to use (kappa_shop.runtime.fast_start says what each is
 and how a Spark start finds them). Apart from fast_start, which every Spark start imports, so
 that nothing it imports comes back to it."""
 
@@ -16,10 +16,10 @@ import time
 import zipfile
 from pathlib import Path
 
-from kappa_shop.class_archive import write_archive
-from kappa_shop.environment import find_project_root
 from kappa_shop.errors import KappaShopError
-from kappa_shop.fast_start import (
+from kappa_shop.runtime.class_archive import write_archive
+from kappa_shop.runtime.environment import find_project_root
+from kappa_shop.runtime.fast_start import (
     ARCHIVE_NAME,
     JAR_NAME,
     PROPERTIES_NAME,

@@ -23,7 +23,7 @@ shows what the lookback misses. The schedule, by record counts of the manifest:
    (bench_orders_daily_microbatch, one batch per day); both tables are compared
 5. the floor: `dbt run --full-refresh` of what sessions and orders_daily need, and a
    hand-written PySpark job computing the same two tables straight from the raw tables
-   (kappa_shop.handwritten); both outputs are compared
+   (kappa_shop.bench.handwritten); both outputs are compared
 6. proportionality: one fixed batch (bench_batch_config: 1% of the events, at most 10,000, a
    tenth of them up to 3 days late) applied to this history and to a history a tenth of its
    size (`<schema>_tenth`, generated with the same settings and built in full first)
@@ -62,10 +62,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from kappa_shop.bench_checks import check_models, model_grains
-from kappa_shop.dbt import DbtProject
+from kappa_shop.bench.checks import check_models, model_grains
 from kappa_shop.errors import KappaShopError
-from kappa_shop.generator import MAX_FIRST_OFFSET, GeneratorConfig, read_manifest
+from kappa_shop.log.generator import MAX_FIRST_OFFSET, GeneratorConfig, read_manifest
+from kappa_shop.runtime.dbt import DbtProject
 
 DAYS = 30.0
 BATCHES = 200
@@ -370,7 +370,7 @@ def _ingest_alone(project: DbtProject, landing: Path, work_dir: Path, records: i
         log.open("w") as output_file,
     ):
         returncode, peak, cpu = _run_sampled(
-            [sys.executable, "-m", "kappa_shop.bench", "--ingest-alone", str(landing),
+            [sys.executable, "-m", "kappa_shop.bench.runner", "--ingest-alone", str(landing),
              str(project.profiles_dir), project.target_name],
             cwd=scratch,
             env={**os.environ, "KAPPA_SHOP_DRIVER_MEMORY": ALONE_DRIVER_MEMORY},
@@ -399,8 +399,12 @@ def _ingest_alone_main(landing: Path, profiles_dir: Path, target: str) -> int:
     """The process of _ingest_alone, in its scratch directory (the working directory): Spark
     with the target's settings (the driver memory from KAPPA_SHOP_DRIVER_MEMORY), its
     metastore and warehouse here, `conf` and `logs` as in the project."""
-    from kappa_shop.ingest import ingest
-    from kappa_shop.spark import prepare_scratch_directory, profile_output, session_for_output
+    from kappa_shop.ingest.ingestion import ingest
+    from kappa_shop.runtime.spark import (
+        prepare_scratch_directory,
+        profile_output,
+        session_for_output,
+    )
 
     prepare_scratch_directory(Path.cwd(), profiles_dir)
     spark = session_for_output(profile_output(profiles_dir, target), target)
@@ -468,7 +472,7 @@ def run_bench(
         with step("full refresh for sessions and orders_daily", "+sessions +orders_daily"):
             project.invoke("run", *variables, "--select", "+sessions", "+orders_daily",
                            "--full-refresh", "--quiet")  # fmt: skip
-        from kappa_shop import handwritten
+        from kappa_shop.bench import handwritten
 
         gap, length = _session_vars(project)
         with step("hand-written PySpark job", "sessions and orders_daily from the raw tables"):
@@ -698,8 +702,8 @@ class _Recorder:
         the log, already built) and to a history a tenth of its size, generated with the same
         settings, ingested into `<schema>_tenth_raw` and built in full in `<schema>_tenth`:
         what each run costs (the DAG's run after the batch is ingested)."""
-        from kappa_shop.ingest import ingest
-        from kappa_shop.landing import batch_numbers, deliver
+        from kappa_shop.ingest.ingestion import ingest
+        from kappa_shop.log.landing import batch_numbers, deliver
 
         batch_log = work_dir / f"batch-{events}-{seed}"
         tenth_log = work_dir / f"log-{events // 10}-{seed}"
@@ -774,8 +778,8 @@ class _Recorder:
             self.dbt_run(models)
 
     def land_and_ingest(self, group: str) -> None:
-        from kappa_shop.ingest import ingest
-        from kappa_shop.landing import deliver
+        from kappa_shop.ingest.ingestion import ingest
+        from kappa_shop.log.landing import deliver
 
         deliver(self.log_dir, self.landing, self.plan[group])
         with self.step(f"ingest {group}", f"{self.report.records[group]:,} records"):
@@ -785,8 +789,8 @@ class _Recorder:
 
 def _start_clean(project: DbtProject, landing: Path) -> None:
     """A benchmark starts from nothing: no landing zone, no raw tables, no models."""
-    from kappa_shop.ingest import checkpoint_dir
-    from kappa_shop.warehouse import schema_exists
+    from kappa_shop.ingest.ingestion import checkpoint_dir
+    from kappa_shop.runtime.warehouse import schema_exists
 
     warehouse = project.warehouse()
     shutil.rmtree(landing, ignore_errors=True)
@@ -1100,7 +1104,9 @@ def chart(report: BenchReport) -> str:
 
 
 if __name__ == "__main__":
-    # python -m kappa_shop.bench --ingest-alone LANDING PROFILES_DIR TARGET (_ingest_alone)
+    # python -m kappa_shop.bench.runner --ingest-alone LANDING PROFILES_DIR TARGET (_ingest_alone)
     if sys.argv[1:2] != ["--ingest-alone"] or len(sys.argv) != 5:
-        sys.exit("usage: python -m kappa_shop.bench --ingest-alone LANDING PROFILES_DIR TARGET")
+        sys.exit(
+            "usage: python -m kappa_shop.bench.runner --ingest-alone LANDING PROFILES_DIR TARGET"
+        )
     sys.exit(_ingest_alone_main(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]))

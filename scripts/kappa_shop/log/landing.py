@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.generator import read_manifest
+from kappa_shop.log.generator import read_manifest
 
 
 @dataclass(frozen=True)

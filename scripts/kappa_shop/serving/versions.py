@@ -37,9 +37,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
-from kappa_shop.warehouse import Warehouse, checksums, schema_exists, table_names
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.warehouse import Warehouse, checksums, schema_exists, table_names
 
 REGISTRY = "kappa_versions"
 # what the contract keeps in a schema it builds into: never served, never a reason to refuse
@@ -345,7 +345,7 @@ def served_relations(result: Any, serving: str, version: int) -> dict[str, str]:
 def building(project: DbtProject, schema: str) -> Iterator[list[str]]:
     """dbt builds into `schema` inside the block, reading the raw tables of the serving
     schema's log; yields the `--vars` argument that says so."""
-    from kappa_shop.verify import building_into
+    from kappa_shop.proof.verify import building_into
 
     raw = json.dumps({"raw_schema": project.raw_schema})
     with building_into(schema):
@@ -385,7 +385,7 @@ def consumed_through(
 
 
 def newest_ingested(warehouse: Warehouse, raw_schema: str) -> int | None:
-    from kappa_shop.ingest import BATCH_LOG_TABLE
+    from kappa_shop.ingest.ingestion import BATCH_LOG_TABLE
 
     if not _has_table(warehouse, raw_schema, BATCH_LOG_TABLE):
         return None
@@ -589,7 +589,7 @@ class Reprocess:
         changed (same grain key, other values); a model in one version only, whole. One query
         finds the names whose rows are the same in both (row count and checksum); only the
         others are diffed."""
-        from kappa_shop.verify import diff_model
+        from kappa_shop.proof.verify import diff_model
 
         names = sorted(set(self.relations) | set(self.served_relations))
         both = [name for name in names if name in self.relations and name in self.served_relations]

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
 
-from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
-from kappa_shop.serving import building_served
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.serving.versions import building_served
 
 SELECTION = ("--select", "state:modified+", "--exclude", "path:seeds/sample_log")
 # dbt's node statuses that mean something did not work (skipped follows an upstream failure)

@@ -3,7 +3,7 @@ the docs, and say what was built.
 
 This is what `make run` calls (through `kappa-shop build`). Everything runs in one process,
 so ingestion and every dbt command share one SparkSession. The models are built into the
-schema's served version and read through its views (kappa_shop.serving).
+schema's served version and read through its views (kappa_shop.serving.versions).
 
 The sample log comes one of two ways:
 - `generated` (the default): the generator writes a small log (SAMPLE_LOG), which is
@@ -17,14 +17,14 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kappa_shop.dbt import DbtProject
 from kappa_shop.errors import KappaShopError
-from kappa_shop.generator import GeneratorConfig, generate, read_manifest
-from kappa_shop.ingest import BATCH_LOG_TABLE, ingest, ingested_tables
-from kappa_shop.landing import batch_numbers, deliver
-from kappa_shop.log_format import TOPICS
-from kappa_shop.serving import build_served, serving_name, shown_names
-from kappa_shop.warehouse import table_names
+from kappa_shop.ingest.ingestion import BATCH_LOG_TABLE, ingest, ingested_tables
+from kappa_shop.log.format import TOPICS
+from kappa_shop.log.generator import GeneratorConfig, generate, read_manifest
+from kappa_shop.log.landing import batch_numbers, deliver
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.warehouse import table_names
+from kappa_shop.serving.versions import build_served, serving_name, shown_names
 
 SAMPLE_LOG = GeneratorConfig(seed=42, events=5_000, days=2.0, batches=6)
 LOG_SOURCES = ("generated", "seeds", "ingested")

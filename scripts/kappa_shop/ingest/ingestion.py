@@ -50,8 +50,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.log_format import TOPICS, TOPICS_BY_NAME
-from kappa_shop.warehouse import SessionWarehouse, Warehouse, columns, table_names, warehouse_dir
+from kappa_shop.log.format import TOPICS, TOPICS_BY_NAME
+from kappa_shop.runtime.warehouse import (
+    SessionWarehouse,
+    Warehouse,
+    columns,
+    table_names,
+    warehouse_dir,
+)
 
 BATCH_LOG_TABLE = "raw_ingestion_batches"
 # Files are never forgotten: Spark's default (7 days) would silently skip a file that lands
@@ -93,7 +99,7 @@ class KafkaSource:
     bootstrap_servers: str
     options: dict[str, str] = field(default_factory=dict)
     # the topics are <topic_prefix><stream>: a namespace on a shared cluster ("shop."), or the
-    # proof's own topics (kappa_shop.verify)
+    # proof's own topics (kappa_shop.proof.verify)
     topic_prefix: str = ""
 
     def describe(self) -> str:
@@ -237,7 +243,7 @@ def ingest(
 
     `spark` runs the streaming query; `warehouse` holds the raw tables (by default the same
     embedded session; a Thrift Server's for the cluster target). For Kafka, `spark` must have
-    Spark's Kafka connector (kappa_shop.produce.connector_jars) and `max_files_per_batch`
+    Spark's Kafka connector (kappa_shop.log.produce.connector_jars) and `max_files_per_batch`
     caps the records of a batch instead.
     """
     from pyspark.errors import StreamingQueryException
@@ -364,7 +370,7 @@ def _landed_lines(spark: Any, topics_dir: Path, max_files_per_batch: int | None)
 
 def check_topics(spark: Any, source: KafkaSource) -> None:
     """Stop in one line when no broker answers or a topic of the log is missing."""
-    from kappa_shop.produce import check_brokers, check_connector, kafka_admin
+    from kappa_shop.runtime.kafka import check_brokers, check_connector, kafka_admin
 
     check_connector(spark)
     if not source.options:  # (a broker that needs TLS or SASL does not answer the probe)
@@ -386,7 +392,7 @@ def _kafka_records(spark: Any, source: KafkaSource, max_records_per_batch: int |
     _source_file (kafka:<topic>/<partition>), topic."""
     from pyspark.sql import functions as F
 
-    from kappa_shop.produce import kafka_options
+    from kappa_shop.runtime.kafka import kafka_options
 
     reader = (
         spark.readStream.format("kafka")

@@ -54,7 +54,7 @@ _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def _load_streams() -> dict[str, Any]:
-    project_file = Path(__file__).resolve().parents[2] / "dbt_project.yml"
+    project_file = Path(__file__).resolve().parents[3] / "dbt_project.yml"
     return yaml.safe_load(project_file.read_text())["vars"]["log_streams"]
 
 

@@ -97,7 +97,7 @@ def connect(output: dict[str, Any], target: str, spark: Any = None) -> Warehouse
     check_schema_name(str(output.get("schema", "")), target)
     if method == "session":
         if spark is None:
-            from kappa_shop.spark import session_for_output
+            from kappa_shop.runtime.spark import session_for_output
 
             spark = session_for_output(output, target)
         return SessionWarehouse(spark, target)

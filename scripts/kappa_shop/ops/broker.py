@@ -20,9 +20,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
-import socket
-import struct
 import subprocess
 import time
 import uuid
@@ -30,23 +27,22 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kappa_shop.cluster import (
+from kappa_shop.errors import KappaShopError
+from kappa_shop.runtime.jars import MAVEN_REPOSITORY, cache_directory, resolve_with_ivy
+from kappa_shop.runtime.kafka import answers, broker_port
+from kappa_shop.runtime.processes import (
     LOOPBACK,
-    MAVEN_REPOSITORY,
     listening,
     log_tail,
     port_taken,
     process_alive,
-    spark_home,
     stop_process,
 )
-from kappa_shop.errors import KappaShopError
 
 KAFKA_VERSION = "4.1.1"  # Apache Kafka (Scala 2.13), KRaft; runs on Java 17
 BROKER_CLASS = "kafka.Kafka"
 STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
 STATE_FILE = "kafka.json"
-DEFAULT_PORT = 9092
 BROKER_HEAP = "-Xmx512m"  # a test broker: small topics, one process
 
 
@@ -64,70 +60,12 @@ class Broker:
         return f"{LOOPBACK}:{self.port}"
 
 
-def broker_port() -> int:
-    """KAPPA_SHOP_KAFKA_PORT, or 9092; the controller listens on the next port."""
-    value = os.environ.get("KAPPA_SHOP_KAFKA_PORT", str(DEFAULT_PORT))
-    try:
-        port = int(value)
-    except ValueError:
-        port = 0
-    if not 1024 <= port <= 65534:
-        raise KappaShopError(f"KAPPA_SHOP_KAFKA_PORT must be a port 1024..65534 (got {value!r})")
-    return port
-
-
 # --- the jars ----------------------------------------------------------------------------------
-
-
-def cache_directory() -> Path:
-    """~/.cache/kappa-shop (or under XDG_CACHE_HOME): jars fetched once, outside the project."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kappa-shop"
 
 
 def jar_directory(version: str = KAFKA_VERSION) -> Path:
     """Where the broker's jars are cached (they may not be yet)."""
     return cache_directory() / f"kafka-{version}" / "jars"
-
-
-def resolve_with_ivy(module: str, directory: Path, what: str) -> None:
-    """Resolve the dependencies of the Ivy module `module` (its ivy.xml text) from Maven Central
-    (KAPPA_SHOP_MAVEN_REPOSITORY) with the Ivy that the PySpark wheel ships, and retrieve their
-    jars into `directory`, marked complete; one line naming the cause when that fails."""
-    ivy_jars = sorted((spark_home() / "jars").glob("ivy-*.jar"))
-    if not ivy_jars:
-        raise KappaShopError(f"no Ivy jar in {spark_home() / 'jars'}: reinstall pyspark")
-    work = directory.parent
-    work.mkdir(parents=True, exist_ok=True)
-    settings = work / "ivysettings.xml"
-    settings.write_text(
-        "<ivysettings><settings defaultResolver='central'/><resolvers>"
-        f"<ibiblio name='central' m2compatible='true' root='{MAVEN_REPOSITORY}'/>"
-        "</resolvers></ivysettings>\n"
-    )
-    ivy_file = work / "ivy.xml"
-    ivy_file.write_text(module)
-    partial = work / "jars.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    command = [
-        "java", "-jar", str(ivy_jars[-1]), "-settings", str(settings),
-        "-cache", str(work / "ivy-cache"), "-ivy", str(ivy_file), "-confs", "default",
-        "-retrieve", f"{partial}/[artifact]-[revision](-[classifier]).[ext]",
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    if result.returncode != 0 or not any(partial.glob("*.jar")):
-        # Ivy's cause (a server it could not reach) or what it could not find
-        lines = [line.strip() for line in (result.stdout + result.stderr).splitlines()]
-        causes = [line for line in lines if line.startswith("Server access error")]
-        causes += [line.strip(": ") for line in lines if line.endswith("not found")]
-        raise KappaShopError(
-            f"cannot fetch {what} from {MAVEN_REPOSITORY}: "
-            + (causes[0] if causes else "no jar retrieved")
-            + " (set KAPPA_SHOP_MAVEN_REPOSITORY to a Maven mirror you can reach)"
-        )
-    shutil.rmtree(directory, ignore_errors=True)
-    partial.rename(directory)
-    (directory / ".complete").touch()
 
 
 def fetch_jars(version: str = KAFKA_VERSION, progress: Callable[[str], None] = print) -> Path:
@@ -174,26 +112,6 @@ def _runs(broker: Broker | None) -> bool:
     except OSError:
         return False
     return BROKER_CLASS in command_line.split("\0")
-
-
-def answers(port: int, host: str = LOOPBACK) -> bool:
-    """Whether a Kafka broker answers on `host`:`port`: its reply to an ApiVersions request
-    (Kafka's protocol, version 0: what every client sends first) carries no error."""
-    client = b"kappa-shop"
-    request = struct.pack(">hhih", 18, 0, 1, len(client)) + client
-    try:
-        with socket.create_connection((host, port), timeout=5) as connection:
-            connection.sendall(struct.pack(">i", len(request)) + request)
-            reply = b""
-            while len(reply) < 10:
-                chunk = connection.recv(4096)
-                if not chunk:
-                    return False
-                reply += chunk
-    except OSError:
-        return False
-    _, correlation_id, error_code = struct.unpack(">iih", reply[:10])
-    return correlation_id == 1 and error_code == 0
 
 
 def _server_properties(home: Path, port: int, controller_port: int) -> Path:
