@@ -214,7 +214,7 @@ def test_a_check_finding_a_difference_names_the_models_and_fails_the_bench(bench
 
     from kappa_shop.bench.checks import check_models
     from kappa_shop.bench.runner import BenchReport
-    from kappa_shop.cli import _bench_status
+    from kappa_shop.commands.bench import exit_status
     from kappa_shop.runtime.warehouse import SessionWarehouse
 
     warehouse = SessionWarehouse(spark)
@@ -234,7 +234,7 @@ def test_a_check_finding_a_difference_names_the_models_and_fails_the_bench(bench
         report = BenchReport(events=EVENTS, records={}, machine={})
         report.checks["copies"] = check_models(warehouse, grains, ours, copies)
         assert report.checks["copies"].startswith("equal (3 models, ")
-        assert _bench_status(report) == 0 and capsys.readouterr().err == ""
+        assert exit_status(report) == 0 and capsys.readouterr().err == ""
 
         orders_daily, sessions = (
             spark.table(f"{ours}.orders_daily"),
@@ -255,7 +255,7 @@ def test_a_check_finding_a_difference_names_the_models_and_fails_the_bench(bench
         f"orders_daily (1 rows only in {ours}, 0 only in {copies}, 0 with other values); "
         f"sessions (0 rows only in {ours}, 0 only in {copies}, 1 with other values)"
     )
-    assert _bench_status(report) == 1
+    assert exit_status(report) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"kappa-shop bench: 1 equality check(s) found a difference: seeded: "
         f"{report.checks['seeded']}"

@@ -24,6 +24,7 @@ from kappa_shop.ingest.ingestion import ingest
 from kappa_shop.log.landing import batch_numbers, deliver
 from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.warehouse import checksums
+from kappa_shop.serving import versions as serving
 from kappa_shop.serving.pipeline import build, prepare_sample_log
 from kappa_shop.serving.versions import (
     Reprocess,
@@ -33,7 +34,6 @@ from kappa_shop.serving.versions import (
     read_versions,
     rollback,
 )
-from kappa_shop.serving import versions as serving
 
 SERVING = "reprocessed"
 UNTESTED = ("--exclude-resource-type", "test", "unit_test")

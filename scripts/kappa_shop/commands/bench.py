@@ -1,0 +1,101 @@
+"""`kappa-shop bench`: a full refresh against incremental runs and the usual alternatives."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from kappa_shop.commands.common import Subcommands, add_target, open_project
+
+
+def register(commands: Subcommands) -> None:
+    bench = commands.add_parser(
+        "bench",
+        help="benchmark: full refresh, incremental runs and a backfill, against baselines",
+        description=(
+            "Generate a 30-day log of --events events, ingest 98%% of it and time a full "
+            "refresh, then an incremental run after 1%% new data, another after 1%% of which a "
+            "tenth is up to 3 days late, a 30-day backfill of orders_daily against dbt's "
+            "microbatch strategy, and the dbt build of sessions and orders_daily against a "
+            "hand-written PySpark job; peak memory of each step. After the late step and "
+            "after each fixed batch, every model is compared with a full refresh of the same "
+            "records. Prints a markdown table and writes it, its JSON and a chart to "
+            "--work-dir; exits 1 when a check finds a difference. Drops and rebuilds --schema. "
+            "With --successive N, instead: a full refresh, then N incremental runs of 1%% each "
+            "one after another in the same Spark JVM (how the cost of a run changes as the JVM "
+            "warms up), then every model compared with a full refresh."
+        ),
+    )
+    add_target(bench)
+    bench.add_argument(
+        "--events", type=int, default=1_000_000, help="events in the log (default 1000000)"
+    )
+    bench.add_argument("--seed", type=int, default=7, help="generator seed (default 7)")
+    bench.add_argument(
+        "--schema",
+        default="kappa_shop_bench",
+        help="schema to build in, dropped first; raw tables go to <schema>_raw "
+        "(default kappa_shop_bench)",
+    )
+    bench.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="where the log, landing zone and results go (default: data/bench); a log "
+        "generated earlier with the same settings is reused",
+    )
+    bench.add_argument(
+        "--successive",
+        type=int,
+        default=0,
+        metavar="N",
+        help="time N incremental runs of 1%% each, one after another in one JVM, after a "
+        "full refresh of the rest of the on-time log, instead of the standard steps "
+        "(results: bench-successive-<events>.md)",
+    )
+    bench.set_defaults(handler=run)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    from kappa_shop.bench.runner import (
+        format_report,
+        format_successive,
+        run_bench,
+        run_successive,
+        write_results,
+    )
+    from kappa_shop.runtime.warehouse import check_schema_name
+
+    project = open_project(arguments)
+    check_schema_name(arguments.schema, project.target_name)
+    os.environ["KAPPA_SHOP_SCHEMA"] = arguments.schema
+    work_dir = (arguments.work_dir or project.root / "data" / "bench").resolve()
+    if arguments.successive:
+        report = run_successive(
+            project, arguments.events, work_dir, arguments.successive, seed=arguments.seed
+        )
+        print(format_successive(report))
+    else:
+        report = run_bench(project, arguments.events, work_dir, seed=arguments.seed)
+        print(format_report(report))
+    for path in write_results(report, work_dir):
+        print(f"Wrote {path}")
+    return exit_status(report)
+
+
+def exit_status(report: Any) -> int:
+    """1 when an equality check of the benchmark found a difference (a figure measured on
+    wrong tables is no figure), with one line naming the checks and what each found; else
+    0."""
+    failed = report.failed_checks()
+    if not failed:
+        return 0
+    print(
+        f"kappa-shop bench: {len(failed)} equality check(s) found a difference: "
+        + "; ".join(f"{name}: {report.checks[name]}" for name in failed),
+        file=sys.stderr,
+    )
+    return 1
