@@ -17,7 +17,7 @@ export SPARK_CONF_DIR ?= $(CURDIR)/conf
 export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
 
 .DEFAULT_GOAL := help
-.PHONY: help setup jdk check browser run test test-fast test-cluster lint parse docs-check lineage pytest pytest-fast pytest-cluster verify \
+.PHONY: help setup jdk check browser run test test-fast test-cluster lint typecheck parse docs-check lineage pytest pytest-fast pytest-cluster verify \
 	docs-serve bench slim-ci dbt clean distclean lock
 
 help: ## list the targets
@@ -93,11 +93,11 @@ run: check ## load the sample log, dbt build, dbt docs generate, print a summary
 
 # Each part of `make test` and `make test-fast` is timed; the times (and each test module's) are
 # printed at the end (tests/parts.py), so that every run's log shows where its minutes went.
-test: check browser ## everything: lint, dbt parse, docs coverage and lineage, pytest (the cluster tests included)
-	@$(BIN)/python tests/parts.py lint parse docs-check pytest
+test: check browser ## everything: lint, typecheck, dbt parse, docs coverage and lineage, pytest (the cluster tests included)
+	@$(BIN)/python tests/parts.py lint typecheck parse docs-check pytest
 
-test-fast: check ## the quick loop: lint, parse, docs checks, the tests that start no Spark, the package's integration tests
-	@$(BIN)/python tests/parts.py lint parse docs-check pytest-fast
+test-fast: check ## the quick loop: lint, typecheck, parse, docs checks, the tests that start no Spark, the package's integration tests
+	@$(BIN)/python tests/parts.py lint typecheck parse docs-check pytest-fast
 
 # The docs-site test opens the generated docs in Debian's Chromium (a downloaded browser cannot
 # run here). Installed from Debian's packages when missing (as root, or through sudo).
@@ -113,6 +113,9 @@ lint: setup ## sqlfluff on the SQL (sparksql), ruff on the Python
 	$(BIN)/sqlfluff lint models tests/dbt
 	$(BIN)/ruff check scripts tests packages conftest.py
 	$(BIN)/ruff format --check scripts tests packages conftest.py
+
+typecheck: setup ## mypy on the Python package (settings in pyproject.toml)
+	$(BIN)/mypy
 
 # dbt parse starts no Spark: the virtualenv is all it needs, never the fast start (so a check
 # run in a copy of the project with this VENV never rebuilds it under others). Parsed whole:

@@ -37,6 +37,7 @@ options give the same bytes.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import json
@@ -45,7 +46,7 @@ import random
 import resource
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -648,7 +649,7 @@ class _Shop:
             yield self._think()
             self.schedule(self._clock, self._order(user_id, cart))
 
-    def _search(self, user_id: str, skew: int) -> Iterator[int]:
+    def _search(self, user_id: str, skew: int) -> Generator[int, None, list[str]]:
         """Emit one search; return the product ids it showed (generator: may wait)."""
         rng = self.rng
         query, results = self.queries[rng.randrange(len(self.queries))]
@@ -696,9 +697,7 @@ class _Shop:
             matching = [product.product_id for product in self.products_by_category[category]]
             for noun in nouns:
                 query = noun.lower()
-                ranked = sorted(
-                    matching, key=lambda pid, q=query: zlib.crc32(f"{q}|{pid}".encode())
-                )
+                ranked = sorted(matching, key=functools.partial(_search_rank, query))
                 vocabulary.append((query, ranked[:10]))
         vocabulary += [("zzzz", []), ("gift ideas under 5", [])]
         return vocabulary
@@ -791,6 +790,11 @@ class _Shop:
     def _clock(self) -> int:
         """The simulation clock: the time of the step being run."""
         return self._current
+
+
+def _search_rank(query: str, product_id: str) -> int:
+    """Where a product ranks among a query's results: a fixed shuffle per query."""
+    return zlib.crc32(f"{query}|{product_id}".encode())
 
 
 def _run_shop(shop: _Shop) -> None:

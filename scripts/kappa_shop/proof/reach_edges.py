@@ -195,13 +195,13 @@ def _edge_batches(
     midnights = _midnights(events)
     candidates = []
     for boundary in midnights:
-        copies = {
+        by_topic = {
             topic: _copies_at(records, reaches, boundary) for topic, records in events.items()
         }
         sides = {
             side: {
                 topic: [(original, moment) for original, moment in planned if keep(moment)]
-                for topic, planned in copies.items()
+                for topic, planned in by_topic.items()
             }
             for side, keep in (
                 ("before", lambda moment, b=boundary: moment < b),
@@ -215,7 +215,7 @@ def _edge_batches(
     )
 
     def rank(side: str, boundary: datetime, sides: dict) -> tuple[int, int, int]:
-        planned = [moment - boundary for copies in sides[side].values() for _, moment in copies]
+        planned = [moment - boundary for placed in sides[side].values() for _, moment in placed]
         # (midnights[0] starts the log's second day: the day before a later midnight has a
         # day before it; the day after one but the last, a day after it)
         inside_history = midnights[0] < boundary < midnights[-1]
@@ -405,10 +405,10 @@ def add_old_day_batch(log_dir: Path, old_day: datetime, per_topic: int = 2) -> i
         source["records"] -= len(numbers)
         source["records_by_topic"][topic] -= len(numbers)
     number = max(entry["batch"] for entry in manifest["batches"]) + 1
-    lines = {
+    appended = {
         key: [record["_line"] for record in sorted(records, key=lambda record: record["offset"])]
         for key, records in by_partition.items()
     }
-    _append_batch(log_dir, manifest, number, lines, old_day=old_day.date().isoformat())
+    _append_batch(log_dir, manifest, number, appended, old_day=old_day.date().isoformat())
     (log_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return number

@@ -32,7 +32,7 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -256,7 +256,7 @@ def _refuse_tables_in_serving_schema(warehouse: Warehouse, serving: str) -> None
 
 
 def _point_views(
-    warehouse: Warehouse, relations: dict[str, str], stale: set[str] = frozenset()
+    warehouse: Warehouse, relations: dict[str, str], stale: Collection[str] = ()
 ) -> None:
     """Point each serving name at its physical relation (a view per name, replaced in one
     statement each); drop the serving names in `stale` that are not among them."""
@@ -267,7 +267,7 @@ def _point_views(
             f"create or replace view {name} with schema evolution as select * from {physical}"
         )
         fault_point(f"switch:{step}")
-    for name in sorted(stale - set(relations)):
+    for name in sorted(set(stale) - set(relations)):
         warehouse.sql(f"drop view if exists {name}")
 
 
@@ -404,9 +404,11 @@ def build_served(
     warehouse = project.warehouse()
     serving = project.schema
     versions = open_serving(warehouse, serving)
-    version = versions.served
-    first = version is None
-    if first:
+    served = versions.served
+    first = served is None
+    if served is not None:
+        version = served
+    else:
         # a first build that failed is taken up again, not left behind
         last = versions.events[-1] if versions.events else None
         if last is not None and last.event == "building" and last.detail == FIRST_BUILD:
@@ -602,13 +604,12 @@ class Reprocess:
             new, old = self.relations.get(name), self.served_relations.get(name)
             model = name.split(".")[1]
             grain = self.grains.get(model, [])
-            if new is None or old is None:
-                count = sums[new or old][0]
-                changes.append(
-                    Change(name, grain, None, count, added=count)
-                    if old is None
-                    else Change(name, grain, count, None, removed=count)
-                )
+            if old is None:
+                count = sums[str(new)][0]
+                changes.append(Change(name, grain, None, count, added=count))
+            elif new is None:
+                count = sums[old][0]
+                changes.append(Change(name, grain, count, None, removed=count))
             elif name in both and sums[new] == sums[old]:
                 changes.append(Change(name, grain, sums[old][0], sums[new][0]))
             else:
