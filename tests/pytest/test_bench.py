@@ -23,7 +23,7 @@ import pytest
 import yaml
 from conftest import REPO_ROOT, copy_project, kappa_shop_in
 
-from kappa_shop.bench.runner import bench_log_config, plan_batches, plan_successive
+from kappa_shop.bench.plan import bench_log_config, plan_batches, plan_successive
 from kappa_shop.cli import main
 from kappa_shop.errors import KappaShopError
 from kappa_shop.log.generator import MAX_FIRST_OFFSET, generate
@@ -213,7 +213,7 @@ def test_a_check_finding_a_difference_names_the_models_and_fails_the_bench(bench
     from pyspark.sql import functions as F
 
     from kappa_shop.bench.checks import check_models
-    from kappa_shop.bench.runner import BenchReport
+    from kappa_shop.bench.report import BenchReport
     from kappa_shop.commands.bench import exit_status
     from kappa_shop.runtime.warehouse import SessionWarehouse
 

@@ -53,275 +53,50 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from kappa_shop.bench.checks import check_models, model_grains
+from kappa_shop.bench.plan import (
+    ALONE_DRIVER_MEMORY,
+    ALONE_RAW_SCHEMA,
+    BASELINE_MODELS,
+    BASELINE_VARS,
+    BATCH_ON_HISTORY_STEP,
+    BATCH_ON_TENTH_STEP,
+    BATCH_POINT,
+    HELD_BACK_DAYS,
+    LATE_DAYS,
+    LATE_POINT,
+    LOOKBACK_MODELS,
+    MICROBATCH_MODEL,
+    PLAIN_STEP,
+    PLAIN_SUFFIX,
+    PLAIN_VARS,
+    SMALL_SUFFIX,
+    SUCCESSIVE_POINT,
+    TENTH_POINT,
+    WARM_STEP,
+    bench_batch_config,
+    bench_log_config,
+    plan_batches,
+    plan_successive,
+)
+from kappa_shop.bench.report import BenchReport, Step
+from kappa_shop.bench.sampler import (
+    MemorySampler,
+    busy_share,
+    machine_cpu_ticks,
+    run_sampled,
+    tree_cpu_seconds,
+)
 from kappa_shop.errors import KappaShopError
-from kappa_shop.log.generator import MAX_FIRST_OFFSET, GeneratorConfig, read_manifest
+from kappa_shop.log.generator import GeneratorConfig, read_manifest
 from kappa_shop.runtime.dbt import DbtProject
-
-DAYS = 30.0
-BATCHES = 200
-INCREMENT = 0.01  # each incremental step: 1% of the records
-LATE_SHARE = 0.1  # of a late step's records, this share arrives days late
-# the +1% late step's late events reach this far back: past the usual alternative's 3-day
-# lookback (var kappa_bench_lookback_days), so that the rows it misses show
-HELD_BACK_DAYS = 6.0
-# the fixed batch of the proportionality steps: its late events reach this far back
-LATE_DAYS = 3.0
-MICROBATCH_MODEL = "bench_orders_daily_microbatch"
-# the usual alternative for late data: a day model as dbt-spark's standard incremental
-# (insert_overwrite by day, a 3-day lookback; models/bench), beside the project's model
-LOOKBACK_MODELS = {
-    "orders_daily": "bench_orders_daily_lookback",
-    "page_views": "bench_page_views_lookback",
-    "sessions": "bench_sessions_lookback",
-}
-BASELINE_MODELS = (MICROBATCH_MODEL, *LOOKBACK_MODELS.values())
-BASELINE_VARS = {"kappa_bench_baselines": True}
-# the fair floor: the project's models built as plain dbt tables, in a schema of their own
-PLAIN_VARS = {"kappa_bench_plain_tables": True}
-PLAIN_SUFFIX = "_plain"
-# proportionality: one fixed batch of new events (at most BATCH_EVENTS, a tenth of them days
-# late) applied to the benchmark's history and to a history a tenth of its size
-BATCH_EVENTS = 10_000
-SMALL_SUFFIX = "_tenth"
-# where every model is checked against a full refresh of the same records (check_every_model)
-LATE_POINT = "after the late step"
-BATCH_POINT = "after the fixed batch"
-TENTH_POINT = "after the fixed batch on a tenth"
-SUCCESSIVE_POINT = "after the last run"
-# The driver (heap) of the process that ingests the base alone: the same at every scale
-ALONE_DRIVER_MEMORY = "1g"
-ALONE_RAW_SCHEMA = "bench_alone_raw"
-
-
-def bench_batch_config(events: int, seed: int) -> GeneratorConfig:
-    """The fixed batch of the proportionality steps, for a benchmark at `events`: 1% of the
-    events, at least 1,000 and at most BATCH_EVENTS, over the LATE_DAYS days after the
-    history's period, a tenth of them held back to arrive last (up to LATE_DAYS days late),
-    all delivered at once; its offsets start past every offset of both histories. Its users,
-    orders and products come from the same id ranges as the histories', so it touches keys
-    they hold, as new data does."""
-    history = bench_log_config(events, seed)
-    start = datetime.strptime(history.start, "%Y-%m-%d") + timedelta(days=history.days)
-    return replace(
-        history,
-        seed=seed + 1,
-        events=max(1_000, min(BATCH_EVENTS, events // 100)),
-        days=LATE_DAYS,
-        start=start.strftime("%Y-%m-%d"),
-        batches=1,
-        held_back_fraction=LATE_SHARE,
-        held_back_days=LATE_DAYS,
-        first_offset=MAX_FIRST_OFFSET,
-    )
-
-
-def bench_log_config(events: int, seed: int) -> GeneratorConfig:
-    """The benchmark's log at a scale (see the module docstring)."""
-    return GeneratorConfig(
-        seed=seed,
-        events=events,
-        days=DAYS,
-        batches=BATCHES,
-        late_fraction=0.0,
-        duplicate_fraction=0.01,
-        conflict_fraction=0.0,
-        malformed_fraction=0.0,
-        # events of the last HELD_BACK_DAYS days are HELD_BACK_DAYS / DAYS of the log: hold
-        # back enough of them to make LATE_SHARE of one increment
-        held_back_fraction=LATE_SHARE * INCREMENT * DAYS / HELD_BACK_DAYS,
-        held_back_days=HELD_BACK_DAYS,
-    )
-
-
-@dataclass
-class Step:
-    """One measured step."""
-
-    name: str
-    seconds: float
-    peak_rss_mib: float
-    detail: str = ""
-    # for a dbt step: its models' own wall times, slowest first (where the time went)
-    models: dict[str, float] = field(default_factory=dict)
-    # CPU time (user and system) of the step's processes: this one and Spark's JVM, or the
-    # step's own process and its children
-    cpu_seconds: float | None = None
-    # the share of all the machine's cores busy during the step (any process), 0..1
-    machine_busy: float | None = None
-    # what the JVM's just-in-time compilers spent compiling during the step (their threads'
-    # elapsed time, summed), for the steps in this process's JVM
-    jit_seconds: float | None = None
-
-
-@dataclass
-class BenchReport:
-    """Everything one bench run measured, with the machine it ran on."""
-
-    events: int
-    records: dict[str, int]
-    machine: dict[str, str]
-    steps: list[Step] = field(default_factory=list)
-    checks: dict[str, str] = field(default_factory=dict)
-    # per check of every model against a full refresh (bench_checks): the models it compared
-    compared: dict[str, list[str]] = field(default_factory=dict)
-    # per day model with a lookback baseline: its rows that differ from a full refresh after
-    # the late step, ours and the baseline's (only in the table, only in the full refresh)
-    differences: dict[str, dict[str, list[int]]] = field(default_factory=dict)
-
-    def seconds(self, name: str) -> float:
-        return next(step.seconds for step in self.steps if step.name == name)
-
-    def failed_checks(self) -> list[str]:
-        """The equality checks that did not find both sides equal, by name."""
-        return [name for name, result in self.checks.items() if not result.startswith("equal")]
-
-
-class MemorySampler:
-    """Peak resident memory of this process and its descendants, per labelled span."""
-
-    def __init__(self, root_pid: int, interval: float = 0.2) -> None:
-        self.root_pid = root_pid
-        self.interval = interval
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> MemorySampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def reset(self) -> None:
-        self.peak = tree_rss(self.root_pid)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.peak = max(self.peak, tree_rss(self.root_pid))
-
-
-def _process_tree(root_pid: int) -> dict[int, list[str]]:
-    """The /proc stat fields (from the state on: field 3 is index 0) and, last, the resident
-    pages of a process and all its live descendants, by process id."""
-    children: dict[int, list[int]] = {}
-    found: dict[int, list[str]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            pages = (entry / "statm").read_text().split()[1]
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(int(stat[1]), []).append(int(entry.name))
-        found[int(entry.name)] = [*stat, pages]
-    tree, stack = {}, [root_pid]
-    while stack:
-        pid = stack.pop()
-        if pid in found:
-            tree[pid] = found[pid]
-        stack.extend(children.get(pid, []))
-    return tree
-
-
-def tree_rss(root_pid: int) -> int:
-    """Resident bytes of a process and all its descendants, from /proc."""
-    return _resident_bytes(_process_tree(root_pid))
-
-
-def _resident_bytes(tree: dict[int, list[str]]) -> int:
-    return sum(int(fields[-1]) for fields in tree.values()) * os.sysconf("SC_PAGE_SIZE")
-
-
-def tree_cpu_seconds(root_pid: int) -> float:
-    """CPU time (user and system) of a process and all its live descendants, each with what it
-    collected from its children that have exited (utime, stime, cutime, cstime), from /proc."""
-    tree = _process_tree(root_pid)
-    ticks = sum(sum(int(value) for value in fields[11:15]) for fields in tree.values())
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def machine_cpu_ticks() -> tuple[int, int]:
-    """(busy, total) clock ticks of all the machine's cores since boot, from /proc/stat."""
-    values = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
-    idle = values[3] + values[4]  # idle, iowait
-    return sum(values) - idle, sum(values)
-
-
-def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float | None:
-    """The share of the machine's CPU time that was busy between two machine_cpu_ticks()."""
-    total = after[1] - before[1]
-    return (after[0] - before[0]) / total if total > 0 else None
-
-
-def plan_batches(manifest: dict[str, Any]) -> dict[str, list[int]]:
-    """Split the arrival batches into base, +1% and +1% late by record counts."""
-    batches = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
-    stragglers = max(batches)
-    on_time = sorted(number for number in batches if number != stragglers)
-    share = INCREMENT * sum(batches.values())
-    late_group = [*_take_last(on_time, batches, share, batches[stragglers]), stragglers]
-    plain_group = _take_last(on_time, batches, share)
-    if not on_time:
-        raise KappaShopError("the log is too small to split into a base and two 1% steps")
-    return {"base": on_time, "plus_1pct": plain_group, "plus_1pct_late": late_group}
-
-
-def plan_successive(manifest: dict[str, Any], runs: int) -> dict[str, list[int]]:
-    """Split the on-time arrival batches into a base and `runs` groups of about 1% of the
-    records each, in arrival order (the stragglers batch, the held-back late events, is left
-    out: every run here is on time)."""
-    batches = {entry["batch"]: entry["records"] for entry in manifest["batches"]}
-    on_time = sorted(number for number in batches if number != max(batches))
-    share = INCREMENT * sum(batches.values())
-    groups = [_take_last(on_time, batches, share) for _ in range(runs)]
-    if not on_time:
-        raise KappaShopError(f"the log is too small to split into a base and {runs} 1% steps")
-    runs_in_order = {f"run {number}": group for number, group in enumerate(groups[::-1], 1)}
-    return {"base": on_time, **runs_in_order}
-
-
-def _take_last(
-    on_time: list[int], batches: dict[int, int], share: float, taken: int = 0
-) -> list[int]:
-    """Take batches off the end of `on_time` until they (with `taken` records already) hold
-    `share` records; return them in arrival order."""
-    group: list[int] = []
-    while on_time and taken < share:
-        number = on_time.pop()
-        group.insert(0, number)
-        taken += batches[number]
-    return group
-
-
-def _run_sampled(command: list[str], **popen: Any) -> tuple[int, int, float]:
-    """Run `command` (subprocess.Popen's keyword arguments in `popen`) to its end; return its
-    exit status, the peak resident memory of it and its descendants in bytes, and their CPU
-    time in seconds: each process's own (utime, stime) as last seen, sampled every 0.2 s
-    like the memory (a process that is not waited for, such as PySpark's JVM when its Python
-    process ends, passes its time to no one), so up to 0.2 s of each one's end is missed."""
-    process = subprocess.Popen(command, **popen)
-    peak = 0
-    ticks: dict[int, int] = {}
-    while process.poll() is None:
-        tree = _process_tree(process.pid)
-        peak = max(peak, _resident_bytes(tree))
-        for pid, fields in tree.items():
-            ticks[pid] = max(ticks.get(pid, 0), int(fields[11]) + int(fields[12]))
-        time.sleep(0.2)
-    return process.returncode, peak, sum(ticks.values()) / os.sysconf("SC_CLK_TCK")
 
 
 def _generate(config: GeneratorConfig, log_dir: Path, say: Callable[[str], None]) -> Step:
@@ -343,7 +118,7 @@ def _generate(config: GeneratorConfig, log_dir: Path, say: Callable[[str], None]
     for knob, value in asdict(config).items():
         command += ["--" + knob.replace("_", "-"), str(value)]
     started, machine = time.monotonic(), machine_cpu_ticks()
-    returncode, peak, cpu = _run_sampled(command)
+    returncode, peak, cpu = run_sampled(command)
     if returncode != 0:
         raise KappaShopError(f"generating the benchmark log failed (exit {returncode})")
     step = Step(
@@ -369,7 +144,7 @@ def _ingest_alone(project: DbtProject, landing: Path, work_dir: Path, records: i
         tempfile.TemporaryDirectory(prefix="ingest-alone-", dir=work_dir) as scratch,
         log.open("w") as output_file,
     ):
-        returncode, peak, cpu = _run_sampled(
+        returncode, peak, cpu = run_sampled(
             [sys.executable, "-m", "kappa_shop.bench.runner", "--ingest-alone", str(landing),
              str(project.profiles_dir), project.target_name],
             cwd=scratch,
@@ -651,10 +426,10 @@ class _Recorder:
         with self.step("full refresh", f"all models, {base:,} records") as models:
             self.grains = model_grains(self.dbt_run(models, "--full-refresh"))
 
-    PLAIN = "full refresh as plain dbt tables"
-    WARM = "full refresh again, warm"
-    BATCH_ON_HISTORY = "the fixed batch on the whole history"
-    BATCH_ON_TENTH = "the fixed batch on a tenth of the history"
+    PLAIN = PLAIN_STEP
+    WARM = WARM_STEP
+    BATCH_ON_HISTORY = BATCH_ON_HISTORY_STEP
+    BATCH_ON_TENTH = BATCH_ON_TENTH_STEP
 
     def plain_tables(self) -> AbstractContextManager[tuple[str, ...]]:
         """dbt runs inside build the project's models as plain dbt tables (var
@@ -862,245 +637,6 @@ def _machine(project: DbtProject) -> dict[str, str]:
         ),
         "target": project.target_name,
     }
-
-
-def format_report(report: BenchReport) -> str:
-    """The figures as a markdown table, with the ratios the targets are about."""
-    full = report.seconds("full refresh")
-    warm = report.seconds(_Recorder.WARM)
-    proportional = report.seconds(_Recorder.BATCH_ON_HISTORY) / report.seconds(
-        _Recorder.BATCH_ON_TENTH
-    )
-    plain = warm / report.seconds(_Recorder.PLAIN)
-    floor = report.seconds("full refresh for sessions and orders_daily") / report.seconds(
-        "hand-written PySpark job"
-    )
-    backfill = report.seconds("backfill 30 days: dbt microbatch") / report.seconds(
-        "backfill 30 days: exact_incremental"
-    )
-    lines = _step_table(report)
-    base = report.records["base"]
-    ratios = [
-        ("full refresh, events per second", f"{base / full:,.0f}", ""),
-        (
-            "incremental +1% / full refresh",
-            f"{report.seconds('incremental +1%') / full:.1%}",
-            "at most 7% (at 10M events)",
-        ),
-        (
-            "incremental +1% late / full refresh",
-            f"{report.seconds('incremental +1% late') / full:.1%}",
-            "at most 10% (at 10M events)",
-        ),
-        (
-            "incremental +1% / full refresh again, warm",
-            f"{report.seconds('incremental +1%') / warm:.1%}",
-            "",
-        ),
-        (
-            "incremental with nothing new / full refresh (the fixed cost)",
-            f"{report.seconds('incremental, nothing new') / full:.1%}",
-            "",
-        ),
-        (
-            "full refresh again, warm / the same models as plain dbt tables",
-            f"{plain:.2f}x",
-            "at most 1.15x",
-        ),
-        (
-            "full refresh (sessions, orders_daily) / hand-written PySpark",
-            f"{floor:.2f}x",
-            "at most 1.3x",
-        ),
-        (
-            "microbatch backfill / exact_incremental backfill",
-            f"{backfill:.1f}x",
-            "at least 8x",
-        ),
-        (
-            "the fixed batch: on the whole history / on a tenth of it",
-            f"{proportional:.2f}x",
-            "at most 1.25x (10M events against 1M)",
-        ),
-    ]
-    lines += ["", "| ratio | measured | target |", "|---|---:|---|"]
-    lines += [f"| {name} | {value} | {target} |" for name, value, target in ratios]
-    lines += ["", *format_alternative(report)]
-    lines += ["", *format_checks(report)]
-    lines += ["", *format_profile(report)]
-    return "\n".join(lines)
-
-
-def format_checks(report: BenchReport) -> list[str]:
-    """Every equality check and its result (how many models and rows it compared, or what
-    differs)."""
-    lines = ["| check | result |", "|---|---|"]
-    return lines + [f"| {name} | {result} |" for name, result in report.checks.items()]
-
-
-def format_alternative(report: BenchReport) -> list[str]:
-    """The usual alternative beside ours, per day model: each 1% step's own time of the model
-    (dbt's, from its run results) and its rows that differ from a full refresh after them."""
-    steps = {item.name: item.models for item in report.steps}
-    lines = [
-        "The usual alternative for late data: the same day models as dbt-spark's standard "
-        "incremental (`insert_overwrite` by day, a 3-day lookback), beside exact_incremental; "
-        "each model's own seconds in each step, and its rows that differ from a full refresh "
-        "after the late step (in the table but not in the full refresh / the other way round):",
-        "",
-        "| model | strategy | +1% (s) | +1% late (s) | rows differing from a full refresh |",
-        "|---|---|---:|---:|---|",
-    ]
-    for name, baseline in LOOKBACK_MODELS.items():
-        for strategy, model, suffix in (
-            ("exact_incremental", name, ""),
-            ("insert_overwrite, 3-day lookback", baseline, ": insert_overwrite baselines"),
-        ):
-            times = [
-                steps[f"{step}{suffix}"][model]
-                for step in ("incremental +1%", "incremental +1% late")
-            ]
-            only_here, only_there, _ = report.differences[name][
-                "lookback" if model == baseline else "exact_incremental"
-            ]
-            lines.append(
-                f"| {name} | {strategy} | {times[0]:,.1f} | {times[1]:,.1f} "
-                f"| {only_here + only_there:,} ({only_here:,} / {only_there:,}) |"
-            )
-    return lines
-
-
-def _step_table(report: BenchReport) -> list[str]:
-    """The heading line and every step's figures, with what the columns mean."""
-    lines = [
-        f"Benchmark at {report.events:,} events ({report.machine['cpus']} cores, "
-        f"{report.machine['memory_gib']} GiB, PySpark {report.machine['pyspark']}, "
-        f"target {report.machine['target']})",
-        "",
-        "| step | wall time (s) | CPU time (s) | cores busy | JIT compiling (s) "
-        "| peak memory (MiB) | what |",
-        "|---|---:|---:|---:|---:|---:|---|",
-    ]
-
-    def figure(value: float | None, form: str) -> str:
-        return "" if value is None else format(value, form)
-
-    for item in report.steps:
-        lines.append(
-            f"| {item.name} | {item.seconds:,.1f} | {figure(item.cpu_seconds, ',.1f')} "
-            f"| {figure(item.machine_busy, '.0%')} | {figure(item.jit_seconds, ',.1f')} "
-            f"| {item.peak_rss_mib:,.0f} | {item.detail} |"
-        )
-    return [
-        *lines,
-        "",
-        "CPU time: the step's processes (this one and Spark's JVM; for the generator and the "
-        "ingestion alone, their own); cores busy: the share of all the machine's cores in use "
-        "during the step, by any process; JIT compiling: what the JVM's just-in-time compilers "
-        "spent compiling during the step (elapsed time, summed over their threads).",
-    ]
-
-
-def format_successive(report: BenchReport) -> str:
-    """The figures of `bench --successive` as markdown: every step, then each incremental run
-    against the full refresh, in the order they ran in the one JVM."""
-    full = report.seconds("full refresh")
-    lines = _step_table(report)
-    lines += [
-        "",
-        "| incremental run (1% each, one after another in one JVM) | wall time / full refresh "
-        "| JIT compiling / wall time | target |",
-        "|---|---:|---:|---|",
-    ]
-    for item in report.steps:
-        if item.name.startswith("incremental run "):
-            compiling = "" if item.jit_seconds is None else f"{item.jit_seconds / item.seconds:.0%}"
-            lines.append(
-                f"| {item.name.removeprefix('incremental ')} | {item.seconds / full:.1%} "
-                f"| {compiling} | at most 10% |"
-            )
-    lines += ["", *format_checks(report)]
-    lines += ["", *format_profile(report)]
-    return "\n".join(lines)
-
-
-def format_profile(report: BenchReport, slowest: int = 8) -> list[str]:
-    """Where each dbt run's time went: its slowest models (dbt's own wall time per model) and
-    the sum over all models, which exceeds the step's wall time by what ran in parallel."""
-    profiled = [item for item in report.steps if item.models]
-    if not profiled:
-        return []
-    header = "| model | " + " | ".join(f"{item.name} (s)" for item in profiled) + " |"
-    lines = [
-        f"Slowest models per dbt run (seconds of each model's own run; {slowest} slowest of "
-        "each step):",
-        "",
-        header,
-        "|---|" + "---:|" * len(profiled),
-    ]
-    names: list[str] = []
-    for item in profiled:
-        names += [name for name in list(item.models)[:slowest] if name not in names]
-    for name in names:
-        cells = [f"{item.models[name]:,.1f}" if name in item.models else "" for item in profiled]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    sums = [f"{sum(item.models.values()):,.1f}" for item in profiled]
-    counts = [str(len(item.models)) for item in profiled]
-    lines.append("| all models (sum) | " + " | ".join(sums) + " |")
-    lines.append("| models run | " + " | ".join(counts) + " |")
-    return lines
-
-
-def write_results(report: BenchReport, work_dir: Path) -> list[Path]:
-    """bench-<events>.json (every figure), .md (the tables) and .svg (the chart) in work_dir;
-    for `--successive`, bench-successive-<events>.json and .md."""
-    successive = not any(item.name == "incremental +1%" for item in report.steps)
-    stem = work_dir / f"bench-{'successive-' if successive else ''}{report.events}"
-    paths = [stem.with_suffix(".json"), stem.with_suffix(".md")]
-    paths[0].write_text(json.dumps(asdict(report), indent=1) + "\n")
-    paths[1].write_text((format_successive if successive else format_report)(report) + "\n")
-    if not successive:
-        paths.append(stem.with_suffix(".svg"))
-        paths[2].write_text(chart(report))
-    return paths
-
-
-def chart(report: BenchReport) -> str:
-    """The wall times as horizontal bars, each pair to compare drawn next to each other."""
-    from html import escape
-
-    rows = [
-        ("full refresh (all models)", "full refresh", "#4c72b0"),
-        ("the same as plain dbt tables (warm)", "full refresh as plain dbt tables", "#c44e52"),
-        ("full refresh again (warm)", "full refresh again, warm", "#4c72b0"),
-        ("incremental, +1% new data", "incremental +1%", "#55a868"),
-        ("incremental, +1% with a late tenth", "incremental +1% late", "#55a868"),
-        ("incremental, nothing new", "incremental, nothing new", "#8c8c8c"),
-        ("backfill 30 days: exact_incremental", "backfill 30 days: exact_incremental", "#55a868"),
-        ("backfill 30 days: dbt microbatch", "backfill 30 days: dbt microbatch", "#c44e52"),
-        ("dbt: sessions + orders_daily", "full refresh for sessions and orders_daily", "#4c72b0"),
-        ("hand-written PySpark job", "hand-written PySpark job", "#c44e52"),
-    ]
-    longest = max(report.seconds(step) for _, step, _ in rows)
-    label_width, bar_width, height = 290, 420, 26
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_width + bar_width + 90}" '
-        f'height="{height * len(rows) + 40}" font-family="sans-serif" font-size="13">',
-        f'<text x="4" y="16" font-weight="bold">Wall time at {report.events:,} events '
-        f"(seconds; {report.machine['cpus']} cores)</text>",
-    ]
-    for index, (label, step, colour) in enumerate(rows):
-        seconds = report.seconds(step)
-        y = 30 + index * height
-        width = max(1.0, bar_width * seconds / longest)
-        parts += [
-            f'<text x="{label_width - 6}" y="{y + 15}" text-anchor="end">{escape(label)}</text>',
-            f'<rect x="{label_width}" y="{y + 3}" width="{width:.1f}" height="{height - 8}" '
-            f'fill="{colour}"/>',
-            f'<text x="{label_width + width + 4:.1f}" y="{y + 15}">{seconds:,.1f}</text>',
-        ]
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
 
 
 if __name__ == "__main__":

@@ -60,13 +60,8 @@ def register(commands: Subcommands) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    from kappa_shop.bench.runner import (
-        format_report,
-        format_successive,
-        run_bench,
-        run_successive,
-        write_results,
-    )
+    from kappa_shop.bench.report import format_report, format_successive, write_results
+    from kappa_shop.bench.runner import run_bench, run_successive
     from kappa_shop.runtime.warehouse import check_schema_name
 
     project = open_project(arguments)
