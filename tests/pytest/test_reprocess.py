@@ -24,10 +24,11 @@ from kappa_shop.ingest.ingestion import ingest
 from kappa_shop.log.landing import batch_numbers, deliver
 from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.warehouse import checksums
+from kappa_shop.serving import reprocess
 from kappa_shop.serving import versions as serving
 from kappa_shop.serving.pipeline import build, prepare_sample_log
+from kappa_shop.serving.reprocess import Reprocess
 from kappa_shop.serving.versions import (
-    Reprocess,
     build_served,
     drop_old_versions,
     list_versions,
@@ -309,7 +310,7 @@ def test_of_two_reprocesses_started_at_once_the_second_stops_having_changed_noth
     other = f"{SERVING}__v{version}"
     spark.sql(f"create schema {other}")
     spark.sql(f"create table {other}.sessions (session_id string) using parquet")
-    record = serving._record
+    record = serving.record_event
 
     def after_the_other(warehouse, serving_schema, number, event, *rest, **named):
         if event == "building":
@@ -318,7 +319,7 @@ def test_of_two_reprocesses_started_at_once_the_second_stops_having_changed_noth
             )
         record(warehouse, serving_schema, number, event, *rest, **named)
 
-    monkeypatch.setattr(serving, "_record", after_the_other)
+    monkeypatch.setattr(reprocess, "record_event", after_the_other)
     step = Reprocess(project, progress=lambda line: None)
     with pytest.raises(KappaShopError) as stopped:
         step.start()

@@ -31,7 +31,7 @@ def register(commands: Subcommands) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    from kappa_shop.serving.versions import Reprocess
+    from kappa_shop.serving.reprocess import Reprocess
 
     Reprocess(open_project(arguments)).run(switch=not arguments.no_switch)
     return 0

@@ -746,7 +746,8 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
     result["problems"] += problems
     result["compared"] = "-"
     if arguments.compare == "True":
-        from kappa_shop.serving.versions import Reprocess, drop_old_versions
+        from kappa_shop.serving.reprocess import Reprocess
+        from kappa_shop.serving.versions import drop_old_versions
 
         started = time.monotonic()
         # (its tests left out: the served version's passed in the recovery, and the
