@@ -30,7 +30,7 @@ from pathlib import Path
 
 from kappa_shop.ingest.ingestion import ingest
 from kappa_shop.log.landing import deliver
-from kappa_shop.proof.verify import diff_models
+from kappa_shop.proof.diff import diff_models
 from kappa_shop.runtime.dbt import DbtProject
 
 STARTED = time.monotonic()

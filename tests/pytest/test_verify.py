@@ -15,16 +15,8 @@ import pytest
 from conftest import REPO_ROOT, copy_project, ledger_rows
 
 from kappa_shop.cli import main
-from kappa_shop.proof.verify import (
-    OLD_DAY,
-    REACH_EDGES,
-    REDELIVERY,
-    VerifyConfig,
-    contract_mode,
-    format_report,
-    plan_schedule,
-    verify,
-)
+from kappa_shop.proof.schedule import OLD_DAY, REACH_EDGES, REDELIVERY, plan_schedule
+from kappa_shop.proof.verify import VerifyConfig, contract_mode, format_report, verify
 from kappa_shop.runtime.dbt import DbtProject
 
 

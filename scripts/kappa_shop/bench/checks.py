@@ -1,7 +1,7 @@
 """The benchmark's equality checks: tables the benchmark built one way (incrementally, or by
 the hand-written job) against the same models built another way from the same records (a full
 refresh), every model and every column compared by the proof's diff
-(kappa_shop.proof.verify.diff_models: key by key where the model declares its grain, `meta.grain`,
+(kappa_shop.proof.diff.diff_models: key by key where the model declares its grain, `meta.grain`,
 row for row otherwise). A check's result is one line of the report: `equal (...)`, or `DIFFERENT:`
 naming each model that differs and how; `BenchReport.failed_checks` and the command's exit status go
 by that first word.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kappa_shop.proof.verify import ModelDiff, diff_models
+from kappa_shop.proof.diff import ModelDiff, diff_models
 
 
 def model_grains(result: Any) -> dict[str, list[str]]:

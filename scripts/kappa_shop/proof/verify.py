@@ -46,7 +46,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -56,20 +56,24 @@ from kappa_shop.errors import KappaShopError
 from kappa_shop.ingest.ingestion import KafkaSource, checkpoint_dir, ingest
 from kappa_shop.log.generator import GeneratorConfig, generate, read_manifest
 from kappa_shop.log.landing import deliver
+from kappa_shop.proof.diff import ModelDiff, diff_models
 from kappa_shop.proof.reach_edges import (
     add_edge_batches,
     add_old_day_batch,
     choose_old_day,
     declared_reaches,
 )
-from kappa_shop.runtime.dbt import DbtProject
-from kappa_shop.runtime.warehouse import Warehouse, checksums, columns
-
-REDELIVERY = "redelivery"
-REACH_EDGES = (
-    "reach edges"  # a batch of kappa_shop.proof.reach_edges, delivered alone, near the end
+from kappa_shop.proof.schedule import (
+    OLD_DAY,
+    REACH_EDGES,
+    REDELIVERY,
+    Round,
+    plan_schedule,
+    redeliver,
 )
-OLD_DAY = "old day"  # a few held-back events of one old day (add_old_day_batch), delivered last
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.warehouse import Warehouse, checksums
+
 # the ledger compacts inside every proof (kappa_ledger_compact_after) unless its vars say
 # otherwise: a model's ledger rows past two or three are merged, several times over a proof
 PROOF_COMPACT_AFTER = 3
@@ -117,35 +121,6 @@ class VerifyConfig:
             )
 
 
-@dataclass(frozen=True)
-class Round:
-    """One delivery round: generator batches to land, or one batch to land again whole."""
-
-    batches: tuple[int, ...]
-    kind: str = "arrival"  # or REDELIVERY, REACH_EDGES, OLD_DAY
-    # models rebuilt alone with --full-refresh after the round's ingestion and before its
-    # incremental build (as after a change to their logic: `dbt run -s <model> --full-refresh`)
-    rebuilt: tuple[str, ...] = ()
-
-
-@dataclass
-class ModelDiff:
-    """How one model's incremental table compares with its full refresh."""
-
-    model: str
-    grain: list[str]
-    incremental_rows: int
-    full_rows: int
-    only_in_incremental: int
-    only_in_full: int
-    differing: int
-    sample: list[str] = field(default_factory=list)
-
-    @property
-    def equal(self) -> bool:
-        return not (self.only_in_incremental or self.only_in_full or self.differing)
-
-
 @dataclass
 class VerifyReport:
     """The outcome of a proof run."""
@@ -175,123 +150,10 @@ class VerifyReport:
         )
 
 
-def plan_schedule(batch_numbers: list[int], rounds: int, seed: int) -> list[Round]:
-    """Cut the arrival batches into `rounds` - 1 delivery rounds in a shuffled order, in which
-    a batch of the first round always overtakes one of the second (it is delivered before an
-    older one), plus one round that redelivers an already delivered batch (duplicates only)."""
-    rng = random.Random(seed * 7919 + 17)
-    order = list(batch_numbers)
-    # keep rough time order but let batches overtake each other: sort by a jittered position
-    order.sort(key=lambda number: number + rng.uniform(-2.5, 2.5))
-    arrival_rounds = max(1, rounds - 1)
-    cuts = sorted(rng.sample(range(1, len(order)), min(arrival_rounds - 1, len(order) - 1)))
-    groups = [order[start:end] for start, end in zip([0, *cuts], [*cuts, len(order)], strict=True)]
-    if len(groups) > 1 and max(groups[0]) < min(groups[1]):
-        # no batch of the first round overtook one of the second: swap the newest of the first
-        # with the oldest of the second, so that one does
-        newest, oldest = max(groups[0]), min(groups[1])
-        groups[0][groups[0].index(newest)], groups[1][groups[1].index(oldest)] = oldest, newest
-    schedule = [Round(tuple(group)) for group in groups]
-    position = rng.randint(1, len(schedule))
-    delivered = [number for entry in schedule[:position] for number in entry.batches]
-    schedule.insert(position, Round((rng.choice(delivered),), REDELIVERY))
-    return schedule
-
-
-def _redeliver(log_dir: Path, landing_dir: Path, batch: int, round_number: int) -> int:
-    """Land a batch's files again under new names: the same records, delivered twice."""
-    manifest = read_manifest(log_dir)
-    directory = next(entry["directory"] for entry in manifest["batches"] if entry["batch"] == batch)
-    count = 0
-    for source in sorted((log_dir / directory).rglob("*.jsonl")):
-        relative = source.relative_to(log_dir / directory)
-        target = landing_dir / relative.with_name(f"{source.stem}.redelivery-{round_number}.jsonl")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        hidden = target.with_name(f".{target.name}.partial")
-        shutil.copyfile(source, hidden)
-        os.replace(hidden, target)
-        count += 1
-    return count
-
-
 def _checksums(warehouse: Warehouse, schema: str, models: list[str]) -> dict[str, tuple[int, int]]:
     """Row count and an order-independent checksum of every model table."""
     sums = checksums(warehouse, [f"{schema}.{model}" for model in models])
     return {model: sums[f"{schema}.{model}"] for model in models}
-
-
-def diff_models(
-    warehouse: Warehouse, grains: Mapping[str, list[str]], left: str, right: str
-) -> list[ModelDiff]:
-    """Every model of `grains` in schema `left` (incremental) against the same model in `right`
-    (full refresh), sorted by model. One query first gives each table's row count and an
-    order-independent checksum of its rows (kappa_shop.runtime.warehouse.checksums); a model whose
-    two tables agree on both holds the same rows (a 64-bit hash per row, summed without
-    overflow), and only the others are diffed row by row (diff_model), which decides. A proof
-    mostly finds every model equal, so it pays one query instead of one per model."""
-    models = sorted(grains)
-    sums = checksums(
-        warehouse, [f"{schema}.{model}" for schema in (left, right) for model in models]
-    )
-    diffs = []
-    for model in models:
-        (left_rows, left_sum), (right_rows, right_sum) = (
-            sums[f"{left}.{model}"],
-            sums[f"{right}.{model}"],
-        )
-        if left_rows == right_rows and left_sum == right_sum:
-            diffs.append(ModelDiff(model, list(grains[model]), left_rows, right_rows, 0, 0, 0))
-        else:
-            diffs.append(diff_model(warehouse, model, list(grains[model]), left, right))
-    return diffs
-
-
-def diff_model(
-    warehouse: Warehouse, model: str, grain: list[str], left: str, right: str
-) -> ModelDiff:
-    """Compare `left.model` (incremental) with `right.model` (full refresh), in Spark SQL on
-    the target (both tables stay where they are)."""
-    described, _ = columns(warehouse, f"{left}.{model}")
-    # VARIANT has no equality in Spark: compare its JSON text
-    select_list = ", ".join(
-        f"to_json(`{name}`) as `{name}`" if data_type == "variant" else f"`{name}`"
-        for name, data_type in described
-    )
-    frames = f"""with incr as (select {select_list} from {left}.{model}),
-refr as (select {select_list} from {right}.{model}),
-only_incr as (select * from incr except all select * from refr),
-only_refr as (select * from refr except all select * from incr)
-"""
-    if grain:
-        on = " and ".join(f"i.`{key}` <=> r.`{key}`" for key in grain)
-        counts = f"""
-  (select count(*) from only_incr i join only_refr r on {on}) as differing,
-  (select count(*) from only_incr i left anti join only_refr r on {on}) as only_incr,
-  (select count(*) from only_refr r left anti join only_incr i on {on}) as only_refr"""
-    else:
-        counts = """
-  0 as differing,
-  (select count(*) from only_incr) as only_incr,
-  (select count(*) from only_refr) as only_refr"""
-    row = warehouse.sql(
-        frames + "select (select count(*) from incr) as incr_rows, "
-        f"(select count(*) from refr) as refr_rows,{counts}"
-    )[0]
-    diff = ModelDiff(
-        model=model,
-        grain=grain,
-        incremental_rows=int(row["incr_rows"]),
-        full_rows=int(row["refr_rows"]),
-        only_in_incremental=int(row["only_incr"]),
-        only_in_full=int(row["only_refr"]),
-        differing=int(row["differing"]),
-    )
-    if not diff.equal:
-        shown = ", ".join(f"`{name}`" for name, _ in described[:6])
-        for label, frame in (("incremental", "only_incr"), ("full", "only_refr")):
-            for sample in warehouse.sql(frames + f"select {shown} from {frame} limit 2"):
-                diff.sample.append(f"only in {label}: " + json.dumps(sample, default=str)[:300])
-    return diff
 
 
 @dataclass(frozen=True)
@@ -448,7 +310,7 @@ def _land(project: DbtProject, log: _Log, number: int, entry: Round) -> tuple[st
         )
         delivered = f"{produced.records} records produced"
     elif entry.kind == REDELIVERY:
-        files = _redeliver(log.log_dir, log.landing_dir, entry.batches[0], number)
+        files = redeliver(log.log_dir, log.landing_dir, entry.batches[0], number)
         delivered = f"{files} files"
     else:
         files = deliver(log.log_dir, log.landing_dir, entry.batches).files_delivered

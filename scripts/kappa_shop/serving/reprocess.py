@@ -186,7 +186,7 @@ class Reprocess:
         changed (same grain key, other values); a model in one version only, whole. One query
         finds the names whose rows are the same in both (row count and checksum); only the
         others are diffed."""
-        from kappa_shop.proof.verify import diff_model
+        from kappa_shop.proof.diff import diff_model
 
         names = sorted(set(self.relations) | set(self.served_relations))
         both = [name for name in names if name in self.relations and name in self.served_relations]
