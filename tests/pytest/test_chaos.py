@@ -19,13 +19,8 @@ import pytest
 from conftest import copy_project, kappa_shop_in
 
 from kappa_shop.log.format import TOPICS
-from kappa_shop.ops.chaos import (
-    AFTER_THE_HOOK,
-    IN_THE_HOOK,
-    compare_counts,
-    statements_in_flight,
-    where_it_landed,
-)
+from kappa_shop.ops.chaos_worker import compare_counts
+from kappa_shop.ops.kills import AFTER_THE_HOOK, IN_THE_HOOK, statements_in_flight, where_it_landed
 
 # Spark starts in the subprocesses (not through a fixture of conftest's SPARK_FIXTURES)
 pytestmark = pytest.mark.spark
