@@ -27,6 +27,7 @@ import pytest
 
 from kappa_shop.log.generator import GeneratorConfig
 from kappa_shop.proof.verify import VerifyConfig
+from kappa_shop.runtime.contract import LEDGER_TABLE
 from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.processes import wait_for_the_group_to_die
 from kappa_shop.serving.pipeline import BuildSummary, build
@@ -35,6 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 NOT_COPIED = shutil.ignore_patterns(
     ".venv*", ".git", "target", "logs", "spark-warehouse", "metastore_db", "derby.log",
     "data", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info", ".cluster", ".kafka",
+    ".kappa_shop",
 )  # fmt: skip
 # The proof at a small scale, run on Delta (test_delta, the delta_proof fixture) and on the
 # cluster target (test_cluster), whose raw tables and full refresh are then compared with
@@ -289,7 +291,7 @@ def ledger_rows(spark: Any, schema: str, model: str | None = None) -> list[tuple
     where = f" where model_name = '{model}'" if model else ""
     rows = spark.sql(
         f"select model_name, first_batch_id, last_batch_id, refresh_mode, recorded_at "
-        f"from {schema}.kappa_consumed_batches{where}"
+        f"from {schema}.{LEDGER_TABLE}{where}"
     ).collect()
     return sorted(tuple(row) for row in rows)
 

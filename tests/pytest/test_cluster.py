@@ -39,6 +39,7 @@ from log_oracle import landed_lines
 
 from kappa_shop.log.format import TOPICS
 from kappa_shop.log.generator import generate
+from kappa_shop.runtime.contract import RUN_LOCK_TABLE
 from kappa_shop.runtime.warehouse import (
     SessionWarehouse,
     Warehouse,
@@ -364,14 +365,14 @@ def test_a_second_run_of_the_same_schema_is_refused_and_changes_nothing(cluster)
         check=False,
     )  # fmt: skip
     assert fourth.returncode == 0, fourth.stdout[-3000:]
-    assert remote.sql(f"select count(*) as n from {schema}.kappa_run_lock")[0]["n"] == 0
+    assert remote.sql(f"select count(*) as n from {schema}.{RUN_LOCK_TABLE}")[0]["n"] == 0
     assert tables() == before  # no new batch: nothing changed
 
 
 def _comparable_checksums(warehouse: Warehouse, schema: str) -> dict[str, tuple[int, int]]:
     """Per table: rows and an order-independent checksum of every column but wall-clock times.
     The run lock is left out: it says who is building the schema now, not what it holds."""
-    tables = sorted(table_names(warehouse, schema) - {"kappa_run_lock"})
+    tables = sorted(table_names(warehouse, schema) - {RUN_LOCK_TABLE})
     sums = checksums(warehouse, [f"{schema}.{table}" for table in tables], WALL_CLOCK_COLUMNS)
     return {table: sums[f"{schema}.{table}"] for table in tables}
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import pytest
 from conftest import edited, ledger_rows
 
-from kappa_shop.serving.versions import building
-
 # the built project's models: version 1 of the serving schema kappa_shop
 # (kappa_shop.serving.versions)
 SCHEMA = "kappa_shop__v1"
@@ -26,10 +24,10 @@ def _columns(spark, model: str) -> dict[str, str]:
 
 def _run(built_project, model: str, *arguments: str) -> dict[str, tuple[str, str]]:
     """`dbt run --select model`: each model's status and message."""
-    with building(built_project.dbt, SCHEMA) as dbt_vars:
-        result = built_project.dbt.invoke(
-            "run", "--select", model, *dbt_vars, *arguments, "--quiet", tolerate_failures=True
-        )
+    project = built_project.dbt  # (its served version, version 1: SCHEMA)
+    result = project.to(project.destination.at_version(1)).invoke(
+        "run", "--select", model, *arguments, "--quiet", tolerate_failures=True
+    )
     return {item.node.name: (str(item.status), item.message or "") for item in result.results
             if item.node.resource_type == "model"}  # fmt: skip
 

@@ -23,7 +23,8 @@ from conftest import (
 )
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.proof.verify import building_into, format_report
+from kappa_shop.proof.verify import format_report
+from kappa_shop.runtime.contract import LEDGER_TABLE
 from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.delta import check_delta_pin, delta_version
 from kappa_shop.runtime.spark import profile_output
@@ -68,7 +69,7 @@ def _history(spark, schema: str, models) -> dict:
         }
     ledger = spark.sql(
         "select model_name, first_batch_id, last_batch_id, refresh_mode, recomputed_partitions "
-        f"from {schema}.kappa_consumed_batches"
+        f"from {schema}.{LEDGER_TABLE}"
     ).collect()
     report["_ledger"] = [row.asDict() for row in ledger]
 
@@ -211,15 +212,13 @@ def test_time_travel_reads_a_table_as_an_earlier_run_left_it(delta_history):
 def test_a_changed_column_stops_an_incremental_run_on_delta_too(delta_proof, spark):
     # on Delta a batches model's `replace where` selected the table's columns, so a column added
     # to the model was left out without a word; now the run stops and writes no version
-    project = delta_proof.project
     schema, model = f"verify_{SEED}_incremental", "stg_orders__order_events"
+    proof = delta_proof.project
+    project = proof.to(proof.destination.elsewhere(schema, f"verify_{SEED}_raw"))
     path = project.root / "models" / "staging" / "orders" / f"{model}.sql"
 
     def run() -> dict:
-        result = project.invoke(
-            "run", "--select", model, "--vars", json.dumps({"raw_schema": f"verify_{SEED}_raw"}),
-            "--quiet", tolerate_failures=True,
-        )  # fmt: skip
+        result = project.invoke("run", "--select", model, "--quiet", tolerate_failures=True)
         return {
             "statuses": {i.node.name: [str(i.status), i.message or ""] for i in result.results},
             "columns": spark.table(f"{schema}.{model}").columns,
@@ -227,15 +226,14 @@ def test_a_changed_column_stops_an_incremental_run_on_delta_too(delta_proof, spa
         }
 
     original = path.read_text()
-    with building_into(schema):
-        before = run()  # as it is: the check passes (nothing new to write)
-        try:
-            path.write_text(
-                original.replace("select * from final", "select *, true as is_reviewed from final")
-            )
-            after = run()
-        finally:
-            path.write_text(original)
+    before = run()  # as it is: the check passes (nothing new to write)
+    try:
+        path.write_text(
+            original.replace("select * from final", "select *, true as is_reviewed from final")
+        )
+        after = run()
+    finally:
+        path.write_text(original)
     assert before["statuses"][model][0] == "success", before
     status, message = after["statuses"][model]
     assert status == "error"
@@ -255,8 +253,13 @@ def format_switch(spark, project_copy, tmp_path_factory):
     test_sample_pipeline runs them on parquet, and here the rows are what is compared): each
     build's summary, the formats after the second, the tests `dbt ls` names and the docs'
     catalog (generated into a target path of its own: the project copy's is the sample's)."""
-    parquet = DbtProject(root=project_copy, profiles_dir=project_copy)
-    delta = DbtProject(root=project_copy, target=TARGET, profiles_dir=project_copy)
+    parquet, delta = (
+        project.to(project.destination.elsewhere("delta_switch", "delta_switch_raw"))
+        for project in (
+            DbtProject(root=project_copy, profiles_dir=project_copy),
+            DbtProject(root=project_copy, target=TARGET, profiles_dir=project_copy),
+        )
+    )
     listed = delta.invoke(
         "ls", "--quiet", "--resource-type", "test", "--resource-type", "unit_test",
         "--output", "name",
@@ -270,28 +273,25 @@ def format_switch(spark, project_copy, tmp_path_factory):
         names = [f"{VERSION}.{table.name}" for table in builds[label].tables]
         sums[label] = checksums(parquet.warehouse(), names)
 
-    with building_into("delta_switch"):
-        builds["parquet"] = build(parquet, docs=False, log_source="seeds", tests=False)
-        checksummed("parquet")
-        builds["delta"] = build(delta, docs=False, log_source="seeds")
-        checksummed("delta")
-        delta.invoke(
-            "docs", "generate", "--select", "fqn:*", "source:*", "--target-path", str(docs)
-        )
-        models = sorted(table.name for table in builds["delta"].tables)
-        # (the tables of the served version, version 1: delta_switch.<model> are views on them)
-        formats = {
-            model: {
-                "format": spark.sql(f"describe detail {VERSION}.{model}").collect()[0]["format"],
-                "operations": [
-                    row["operation"]
-                    for row in spark.sql(f"describe history {VERSION}.{model}").collect()
-                ],
-            }
-            for model in models
+    builds["parquet"] = build(parquet, docs=False, log_source="seeds", tests=False)
+    checksummed("parquet")
+    builds["delta"] = build(delta, docs=False, log_source="seeds")
+    checksummed("delta")
+    delta.invoke("docs", "generate", "--select", "fqn:*", "source:*", "--target-path", str(docs))
+    models = sorted(table.name for table in builds["delta"].tables)
+    # (the tables of the served version, version 1: delta_switch.<model> are views on them)
+    formats = {
+        model: {
+            "format": spark.sql(f"describe detail {VERSION}.{model}").collect()[0]["format"],
+            "operations": [
+                row["operation"]
+                for row in spark.sql(f"describe history {VERSION}.{model}").collect()
+            ],
         }
-        builds["parquet again"] = build(parquet, docs=False, log_source="seeds", tests=False)
-        checksummed("parquet again")
+        for model in models
+    }
+    builds["parquet again"] = build(parquet, docs=False, log_source="seeds", tests=False)
+    checksummed("parquet again")
     return docs, builds, formats, tests, sums
 
 

@@ -154,3 +154,15 @@ def test_the_checks_catch_a_climb_and_a_circle(tmp_path):
 def test_every_module_imports(name):
     """Each module imports on its own (no import that only works after another's)."""
     __import__(name)
+
+
+def test_the_packages_table_names_are_the_python_sides():
+    """runtime/contract.py names the tables the kappa package keeps; its macros define them."""
+    from kappa_shop.runtime.contract import LEDGER_TABLE, RUN_LOCK_TABLE
+
+    macros = PACKAGE.parents[1] / "packages" / "kappa" / "macros"
+    for name, macro in (
+        (LEDGER_TABLE, "ledger/_ledger_table.sql"),
+        (RUN_LOCK_TABLE, "lock/_run_lock_relation.sql"),
+    ):
+        assert f"identifier='{name}'" in (macros / macro).read_text(), (name, macro)

@@ -13,6 +13,7 @@ test_reprocess_killed.)"""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,26 @@ def _same(warehouse: Any, relations: dict[str, str]) -> list[str]:
     return sorted(name for name, target in relations.items() if served[name] != physical[target])
 
 
+def _typed(root: Path, *arguments: str) -> Any:
+    """`dbt <arguments>` as a person types it in the project directory (KAPPA_SHOP_SCHEMA set,
+    the Delta target named, no vars): dbt's outcome."""
+    from dbt.cli.main import dbtRunner
+
+    return dbtRunner().invoke(
+        [*arguments, "--project-dir", str(root), "--profiles-dir", str(root), "--target",
+         DELTA_TARGET, "--quiet"]
+    )  # fmt: skip
+
+
+def _built_into(root: Path, model: str) -> str:
+    """The schema a person's `dbt run --select <model>` builds the model in (it must succeed)."""
+    outcome = _typed(root, "run", "--select", model)
+    assert outcome.success, outcome.exception
+    (result,) = [item for item in outcome.result.results if item.node.name == model]
+    assert str(result.status) == "success", result.message
+    return str(result.node.schema)
+
+
 @pytest.fixture(scope="module")
 def scenario(spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFactory):
     monkeypatch = pytest.MonkeyPatch()
@@ -85,6 +106,7 @@ def scenario(spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFa
     land(batches[:-2])
     build_served(project, UNTESTED)
     seen["v1 views"] = _views(warehouse)
+    seen["typed dbt run, first build"] = _built_into(project_copy, "orders_daily")
     numbering = (project_copy / NUMBERING[0], *NUMBERING[1:])
 
     step = Reprocess(project, progress=seen["progress"].append)
@@ -108,9 +130,11 @@ def scenario(spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFa
     seen["after switch: views"] = _views(warehouse)
     seen["after switch: differ from v2"] = _same(warehouse, seen["after switch: views"])
     seen["v2 relations"] = step.relations
+    seen["typed dbt run, after the switch"] = _built_into(project_copy, "orders_daily")
 
     rollback(project, progress=seen["progress"].append)
     seen["after rollback: views"] = _views(warehouse)
+    seen["typed dbt run, after the rollback"] = _built_into(project_copy, "orders_daily")
 
     # a switch to version 2 killed after its third view (a kill there is what this stops at)
     def killed(name: str) -> None:
@@ -227,14 +251,34 @@ def test_old_versions_are_dropped_keeping_the_served_one_and_the_one_to_roll_bac
     assert listing[3] == f"{views} views in {SERVING}, {SERVING}_reference point at version 1"
 
 
+def test_dbt_typed_in_the_project_builds_the_served_version(scenario):
+    # `dbt run` with no vars, after the first build, a reprocess's switch and a rollback
+    assert scenario["typed dbt run, first build"] == f"{SERVING}__v1"
+    assert scenario["typed dbt run, after the switch"] == f"{SERVING}__v2"
+    assert scenario["typed dbt run, after the rollback"] == f"{SERVING}__v1"
+
+
 def test_dbt_cannot_build_into_a_serving_schema(scenario, project_copy):
-    project = DbtProject(root=project_copy, profiles_dir=project_copy)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("KAPPA_SHOP_SCHEMA", SERVING)
+        project = DbtProject(root=project_copy, profiles_dir=project_copy)
+        # kappa-shop's destination is the schema itself (kappa_version null): the views
         with pytest.raises(KappaShopError) as refused:
             project.invoke("run", "--select", "sessions")
-    assert f"{SERVING} is a serving schema" in str(refused.value)
-    assert f"KAPPA_SHOP_SCHEMA={SERVING}__v1" in str(refused.value)
+        assert f"{SERVING} is a serving schema" in str(refused.value)
+        assert "--vars 'kappa_version: 1'" in str(refused.value)
+        # a record of the served version behind the registry's (a switch made elsewhere)
+        record = project_copy / serving.SERVED_RECORD
+        kept = record.read_text()
+        serving.record_served(project.to(replace(project.destination, target=DELTA_TARGET)), 2)
+        try:
+            stale = _typed(project_copy, "run", "--select", "sessions")
+        finally:
+            record.write_text(kept)
+    assert not stale.success
+    assert f"{SERVING} serves version 1 ({SERVING}__v1), but this project's record of it says " \
+        f"{SERVING}__v2" in str(stale.exception)  # fmt: skip
+    assert "run `kappa-shop versions` here to record it again" in str(stale.exception)
 
 
 def test_a_schema_of_tables_built_by_dbt_is_not_turned_into_a_serving_schema(

@@ -17,7 +17,6 @@ from log_oracle import activity_sessions, classify, landed_lines, seed_lines
 from kappa_shop.errors import KappaShopError
 from kappa_shop.log.format import TOPICS
 from kappa_shop.serving.pipeline import build
-from kappa_shop.serving.versions import building
 
 GAP = timedelta(minutes=30)
 SESSION_COLUMNS = """
@@ -220,8 +219,8 @@ def test_files_left_by_a_kill_inside_a_table_swap_are_cleared(built_project, spa
     shutil.copytree(tmp_path / "sessions", location)
     assert any(location.rglob("*.parquet"))
 
-    with building(built_project.dbt, VERSION) as dbt_vars:
-        built_project.dbt.invoke("run", "--select", "sessions", *dbt_vars)
+    project = built_project.dbt  # (its served version, version 1: VERSION)
+    project.to(project.destination.at_version(1)).invoke("run", "--select", "sessions")
 
     assert _sessions(spark, VERSION) == before
     assert _sessions(spark, "kappa_shop") == before

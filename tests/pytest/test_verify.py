@@ -17,6 +17,7 @@ from conftest import REPO_ROOT, copy_project, ledger_rows
 from kappa_shop.cli import main
 from kappa_shop.proof.schedule import OLD_DAY, REACH_EDGES, REDELIVERY, plan_schedule
 from kappa_shop.proof.verify import VerifyConfig, contract_mode, format_report, verify
+from kappa_shop.runtime.contract import LEDGER_TABLE
 from kappa_shop.runtime.dbt import DbtProject
 
 
@@ -97,7 +98,7 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, 
         assert by_model[model].full_rows > 0, model
     latest = spark.sql(
         f"select model_name, max_by(struct(refresh_mode, size(recomputed_partitions) as days),"
-        f" first_batch_id) as run from {schema}.kappa_consumed_batches "
+        f" first_batch_id) as run from {schema}.{LEDGER_TABLE} "
         f"where model_name in ({', '.join(repr(model) for model in recomputing)}) "
         "group by model_name"
     ).collect()
@@ -126,7 +127,7 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, 
     compacted_through = runs["orders_daily"][0][1]
     assert compacted_through >= 2
     spark.sql(
-        f"insert into {schema}.kappa_consumed_batches "
+        f"insert into {schema}.{LEDGER_TABLE} "
         f"partition (model_name = 'orders_daily', first_batch_id = {compacted_through}) "
         f"select cast({compacted_through} as bigint), 'incremental', current_timestamp(), "
         "array('2024-01-01'), cast(null as string)"

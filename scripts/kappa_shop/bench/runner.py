@@ -205,7 +205,7 @@ def run_bench(
     extra = {"held_back_late": held_back}
     with _Recorder(project, manifest, plan, log_dir, landing, say, generated, extra) as recorder:
         report, step, dbt_run = recorder.report, recorder.step, recorder.dbt_run
-        spark, warehouse, variables = recorder.spark, recorder.warehouse, recorder.variables
+        spark, warehouse, dbt_vars = recorder.spark, recorder.warehouse, recorder.dbt_vars
         recorder.land_and_ingest("base")
         say("bench: ingest base alone ...")
         alone = _ingest_alone(project, recorder.landing, work_dir, report.records["base"])
@@ -233,20 +233,21 @@ def run_bench(
         start, end = _event_days(warehouse, schema)
         days = f"{start} to {end}"
         with step("backfill 30 days: exact_incremental", f"orders_daily, {days}"):
-            project.invoke("run", *variables, "--select", "orders_daily", "--full-refresh",
-                           "--quiet")  # fmt: skip
+            project.invoke("run", "--select", "orders_daily", "--full-refresh", "--quiet",
+                           dbt_vars=dbt_vars)  # fmt: skip
         with step("backfill 30 days: dbt microbatch", f"{MICROBATCH_MODEL}, one batch a day"):
             project.invoke(
-                "run", *variables, "--select", MICROBATCH_MODEL, "--full-refresh",
+                "run", "--select", MICROBATCH_MODEL, "--full-refresh",
                 "--event-time-start", start, "--event-time-end", end, "--quiet",
+                dbt_vars=dbt_vars,
             )  # fmt: skip
         report.checks["microbatch equals orders_daily"] = _compare(
             warehouse, f"{schema}.orders_daily", f"{schema}.{MICROBATCH_MODEL}", "*"
         )
 
         with step("full refresh for sessions and orders_daily", "+sessions +orders_daily"):
-            project.invoke("run", *variables, "--select", "+sessions", "+orders_daily",
-                           "--full-refresh", "--quiet")  # fmt: skip
+            project.invoke("run", "--select", "+sessions", "+orders_daily", "--full-refresh",
+                           "--quiet", dbt_vars=dbt_vars)  # fmt: skip
         from kappa_shop.bench import handwritten
 
         gap, length = _session_vars(project)
@@ -319,6 +320,10 @@ LOOKBACK_DETAIL = "dbt-spark's standard incremental, a 3-day lookback: " + ", ".
 )
 
 
+# another schema to build in: the project built there, and the vars to build it with
+Elsewhere = tuple[DbtProject, dict[str, Any]]
+
+
 class _Recorder:
     """A benchmark's measuring, in this process with one SparkSession: each step's wall time,
     peak memory, CPU time, the machine's busy share and the JVM's compiling (`step`); dbt runs
@@ -349,7 +354,7 @@ class _Recorder:
             machine=_machine(project),
             steps=[generated],
         )
-        self.variables = ("--vars", json.dumps({"raw_schema": project.raw_schema, **BASELINE_VARS}))
+        self.dbt_vars: dict[str, Any] = dict(BASELINE_VARS)
         # the project's models and their grains (set by the first full refresh): what the
         # equality checks compare
         self.grains: dict[str, list[str]] = {}
@@ -401,14 +406,14 @@ class _Recorder:
         models: dict[str, float],
         *arguments: str,
         select: list[str] | None = None,
-        variables: tuple[str, ...] | None = None,
+        there: Elsewhere | None = None,
     ) -> Any:
         """Run the project's models (not the baselines), or the models of `select`, and keep
-        each model's own wall time (dbt's run results); dbt's result."""
+        each model's own wall time (dbt's run results); dbt's result. Into the benchmark's
+        schema, or `there`."""
         selection = ["--select", *select] if select else ["--exclude", *BASELINE_MODELS]
-        result = self.project.invoke(
-            "run", *(variables or self.variables), *selection, *arguments, "--quiet"
-        )
+        project, dbt_vars = there or (self.project, self.dbt_vars)
+        result = project.invoke("run", *selection, *arguments, "--quiet", dbt_vars=dbt_vars)
         timings = {
             item.node.name: float(item.execution_time)
             for item in result.results
@@ -421,7 +426,7 @@ class _Recorder:
         """`dbt parse`, then a full refresh of the project's models on the base: the models
         every check compares (`grains`)."""
         with self.step("dbt parse"):
-            self.project.invoke("parse", *self.variables, "--quiet")
+            self.project.invoke("parse", "--quiet", dbt_vars=self.dbt_vars)
         base = self.report.records["base"]
         with self.step("full refresh", f"all models, {base:,} records") as models:
             self.grains = model_grains(self.dbt_run(models, "--full-refresh"))
@@ -431,31 +436,27 @@ class _Recorder:
     BATCH_ON_HISTORY = BATCH_ON_HISTORY_STEP
     BATCH_ON_TENTH = BATCH_ON_TENTH_STEP
 
-    def plain_tables(self) -> AbstractContextManager[tuple[str, ...]]:
-        """dbt runs inside build the project's models as plain dbt tables (var
-        kappa_bench_plain_tables) in the schema `<schema>_plain`: the variables to run them
-        with."""
+    def plain_tables(self) -> AbstractContextManager[Elsewhere]:
+        """The project's models as plain dbt tables (var kappa_bench_plain_tables) in the
+        schema `<schema>_plain`."""
         return self.elsewhere(PLAIN_SUFFIX, PLAIN_VARS)
 
     @contextmanager
-    def elsewhere(self, suffix: str, variables: dict[str, Any]) -> Iterator[tuple[str, ...]]:
-        """dbt runs inside build the models in the schema `<schema><suffix>`, with `variables`
-        added to the benchmark's: the variables to run them with. dbt parses the project
-        again whenever its vars or schema change; that parse happens before and after,
-        outside every measured step."""
-        added = {**json.loads(self.variables[1]), **variables}
-        schema = os.environ.get("KAPPA_SHOP_SCHEMA")
-        os.environ["KAPPA_SHOP_SCHEMA"] = self.schema + suffix
-        variables_there = ("--vars", json.dumps(added))
+    def elsewhere(
+        self, suffix: str, variables: dict[str, Any], raw_schema: str | None = None
+    ) -> Iterator[Elsewhere]:
+        """The models built in the schema `<schema><suffix>` from `raw_schema` (the benchmark's
+        when None), with `variables` added to the benchmark's. dbt parses the project again
+        whenever its vars or schema change; that parse happens before and after, outside
+        every measured step."""
+        raw = raw_schema or self.project.raw_schema
+        there = self.project.to(self.project.destination.elsewhere(self.schema + suffix, raw))
+        dbt_vars = {**self.dbt_vars, **variables}
         try:
-            self.project.invoke("parse", *variables_there, "--quiet")
-            yield variables_there
+            there.invoke("parse", "--quiet", dbt_vars=dbt_vars)
+            yield there, dbt_vars
         finally:
-            if schema is None:
-                os.environ.pop("KAPPA_SHOP_SCHEMA")
-            else:
-                os.environ["KAPPA_SHOP_SCHEMA"] = schema
-            self.project.invoke("parse", *self.variables, "--quiet")
+            self.project.invoke("parse", "--quiet", dbt_vars=self.dbt_vars)
 
     def plain_full_refresh(self) -> None:
         """The fair floor of the full refresh: the same models, on the same records, built as
@@ -464,8 +465,8 @@ class _Recorder:
         also compiles the code of its statements: it took 78 s against 49 s at 1M events);
         checked to hold the same rows, model by model."""
         detail = "all models, no contract"
-        with self.plain_tables() as variables, self.step(self.PLAIN, detail) as models:
-            self.dbt_run(models, "--full-refresh", variables=variables)
+        with self.plain_tables() as there, self.step(self.PLAIN, detail) as models:
+            self.dbt_run(models, "--full-refresh", there=there)
         with self.step(self.WARM, "all models, right after the plain tables") as models:
             self.dbt_run(models, "--full-refresh")
         self.report.checks["plain dbt tables equal the contract's full refresh"] = check_models(
@@ -506,13 +507,13 @@ class _Recorder:
         tenth_raw = self.schema + SMALL_SUFFIX + "_raw"
         land_and_ingest(tenth_log, tenth_landing, tenth_raw, "ingest a tenth of the history")
         self.report.records["tenth_history"] = read_manifest(tenth_log)["totals"]["records"]
-        with self.elsewhere(SMALL_SUFFIX, {"raw_schema": tenth_raw}) as variables:
+        with self.elsewhere(SMALL_SUFFIX, {}, tenth_raw) as there:
             tenth = f"all models, {self.report.records['tenth_history']:,} records"
             with self.step("full refresh of a tenth of the history", tenth) as models:
-                self.dbt_run(models, "--full-refresh", variables=variables)
+                self.dbt_run(models, "--full-refresh", there=there)
             land_and_ingest(batch_log, tenth_landing, tenth_raw, "ingest the fixed batch, a tenth")
             with self.step(self.BATCH_ON_TENTH, detail) as models:
-                self.dbt_run(models, variables=variables)
+                self.dbt_run(models, there=there)
         self.check_every_model(TENTH_POINT, SMALL_SUFFIX, tenth_raw)
 
     def check_every_model(self, point: str, suffix: str = "", raw_schema: str = "") -> None:
@@ -524,11 +525,8 @@ class _Recorder:
         built, reference = self.schema + suffix, self.schema + suffix + PLAIN_SUFFIX
         raw = raw_schema or self.project.raw_schema
         step = self.step(f"{self.PLAIN}, {point}", f"all models, every record of {raw}")
-        with (
-            self.elsewhere(suffix + PLAIN_SUFFIX, {**PLAIN_VARS, "raw_schema": raw}) as variables,
-            step,
-        ):
-            self.dbt_run({}, "--full-refresh", variables=variables)
+        with self.elsewhere(suffix + PLAIN_SUFFIX, PLAIN_VARS, raw) as there, step:
+            self.dbt_run({}, "--full-refresh", there=there)
         check, started = f"every model equals a full refresh {point}", time.monotonic()
         self.report.checks[check] = check_models(self.warehouse, self.grains, built, reference)
         self.report.compared[check] = sorted(self.grains)

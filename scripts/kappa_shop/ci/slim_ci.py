@@ -29,7 +29,7 @@ from pathlib import Path
 
 from kappa_shop.errors import KappaShopError
 from kappa_shop.runtime.dbt import DbtProject
-from kappa_shop.serving.versions import building_served
+from kappa_shop.serving.versions import served_project
 
 SELECTION = ("--select", "state:modified+", "--exclude", "path:seeds/sample_log")
 # dbt's node statuses that mean something did not work (skipped follows an upstream failure)
@@ -62,11 +62,11 @@ def manifest_of_ref(project: DbtProject, ref: str, state_dir: Path) -> Path:
         with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
             tar.extractall(base, filter="data")
         base_project = DbtProject(
-            root=Path(base), target=project.target, profiles_dir=project.profiles_dir
+            root=Path(base), profiles_dir=project.profiles_dir, destination=project.destination
         )
         if (Path(base) / "packages.yml").exists():
             base_project.invoke("deps", "--quiet")  # its packages (local ones from the archive)
-        base_project.invoke("parse", "--quiet", extra=("--target-path", str(state_dir.resolve())))
+        base_project.invoke("parse", "--quiet", "--target-path", str(state_dir.resolve()))
     return state_dir / "manifest.json"
 
 
@@ -118,11 +118,10 @@ def slim_ci(
             return SlimCiOutcome(selected, {}, True)
         # into the served version when the target's schema serves versions (docs/reprocessing.md;
         # state:modified ignores the schema a target gives)
-        with building_served(project) as dbt_vars:
-            result = project.invoke(
-                "build", *SELECTION, *dbt_vars, "--state", str(state_dir), "--full-refresh",
-                tolerate_failures=True,
-            )  # fmt: skip
+        result = served_project(project).invoke(
+            "build", *SELECTION, "--state", str(state_dir), "--full-refresh",
+            tolerate_failures=True,
+        )  # fmt: skip
     statuses = {item.node.unique_id: str(item.status) for item in result.results}
     failed = sorted(unique_id for unique_id, status in statuses.items() if status in FAILED)
     say(

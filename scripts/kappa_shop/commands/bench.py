@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,7 +65,8 @@ def run(arguments: argparse.Namespace) -> int:
 
     project = open_project(arguments)
     check_schema_name(arguments.schema, project.target_name)
-    os.environ["KAPPA_SHOP_SCHEMA"] = arguments.schema
+    destination = project.destination
+    project = project.to(destination.elsewhere(arguments.schema, f"{arguments.schema}_raw"))
     work_dir = (arguments.work_dir or project.root / "data" / "bench").resolve()
     if arguments.successive:
         report = run_successive(

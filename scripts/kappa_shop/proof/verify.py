@@ -41,13 +41,10 @@ The process's Spark must have the Kafka connector (kappa_shop.log.produce.connec
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import shutil
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -71,6 +68,7 @@ from kappa_shop.proof.schedule import (
     plan_schedule,
     redeliver,
 )
+from kappa_shop.runtime.contract import LEDGER_TABLE
 from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.warehouse import Warehouse, checksums
 
@@ -169,21 +167,6 @@ class _Log:
     schedule: list[Round]
     models: list[str]  # the models the proof builds and diffs (its selection's)
     kafka: KafkaSource | None = None  # with the proof's topic prefix
-
-
-@contextmanager
-def building_into(schema: str) -> Iterator[None]:
-    """Inside the block dbt builds into `schema` (KAPPA_SHOP_SCHEMA); after it, wherever it
-    built before."""
-    saved = os.environ.get("KAPPA_SHOP_SCHEMA")
-    os.environ["KAPPA_SHOP_SCHEMA"] = schema
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("KAPPA_SHOP_SCHEMA", None)
-        else:
-            os.environ["KAPPA_SHOP_SCHEMA"] = saved
 
 
 def _prepare(project: DbtProject, config: VerifyConfig, work_dir: Path) -> _Log:
@@ -366,27 +349,18 @@ def _delete_topics(project: DbtProject, log: _Log, quietly: bool = False) -> Non
             raise
 
 
-def _prove(
-    project: DbtProject, config: VerifyConfig, log: _Log, progress: Callable[[str], None]
-) -> VerifyReport:
-    """The proof's rounds, full refresh and diff (module docstring)."""
-    raw_schema, incremental_schema, full_schema = (
-        log.raw_schema,
-        log.incremental_schema,
-        log.full_schema,
-    )
-    warehouse = project.warehouse()
-    batches, schedule = log.batches, log.schedule
-    progress(
-        f"Proof: seed {config.seed}, ~{config.events:,} events, {len(batches)} arrival batches "
-        f"in {len(schedule)} rounds: "
+def _schedule_line(config: VerifyConfig, log: _Log) -> str:
+    """The proof's first line: its log, its rounds and what its builds run."""
+    return (
+        f"Proof: seed {config.seed}, ~{config.events:,} events, {len(log.batches)} arrival "
+        f"batches in {len(log.schedule)} rounds: "
         + "  ".join(
             {REDELIVERY: "re", REACH_EDGES: "edges", OLD_DAY: "old-day"}.get(entry.kind, "")
             + "["
             + ",".join(str(number) for number in entry.batches)
             + "]"
             + (f"+rebuilt({','.join(entry.rebuilt)})" if entry.rebuilt else "")
-            for entry in schedule
+            for entry in log.schedule
         )
         + {
             "every-build": "; data tests in every build",
@@ -401,110 +375,137 @@ def _prove(
         )
     )
 
-    dbt_vars = json.dumps(
-        {
-            "kappa_ledger_compact_after": PROOF_COMPACT_AFTER,
-            **config.dbt_vars,
-            "raw_schema": raw_schema,
-        }
-    )
-    # the proof stands on its own: unit tests (which run in every ordinary `dbt build`) are
-    # left out, so a bug they would catch must show up here as a difference
-    selected = ("--selector", config.selector) if config.selector else ()
-    # (--exclude-resource-type last: a build without data tests adds "test" to it)
-    build = (
-        "build", "--vars", dbt_vars, "--quiet", *selected, "--exclude-resource-type", "unit_test"
-    )  # fmt: skip
-    failed_tests: list[str] = []
-    data_tests_run: list[tuple[str, int]] = []
 
-    def run_build(label: str, full_refresh: bool = False) -> Any:
+class _Builds:
+    """The proof's dbt builds: incremental ones into its incremental schema, the full refresh
+    into its full one, both reading its raw tables, with the proof's vars; the data tests each
+    ran and those that failed."""
+
+    def __init__(self, project: DbtProject, config: VerifyConfig, log: _Log) -> None:
+        self.config = config
+        self.incremental = project.to(
+            project.destination.elsewhere(log.incremental_schema, log.raw_schema)
+        )
+        self.full = project.to(project.destination.elsewhere(log.full_schema, log.raw_schema))
+        self.dbt_vars = {"kappa_ledger_compact_after": PROOF_COMPACT_AFTER, **config.dbt_vars}
+        # the proof stands on its own: unit tests (which run in every ordinary `dbt build`)
+        # are left out, so a bug they would catch must show up here as a difference
+        selected = ("--selector", config.selector) if config.selector else ()
+        # (--exclude-resource-type last: a build without data tests adds "test" to it)
+        self.build = ("build", "--quiet", *selected, "--exclude-resource-type", "unit_test")
+        self.failed_tests: list[str] = []
+        self.data_tests_run: list[tuple[str, int]] = []
+
+    def run(self, label: str, full_refresh: bool = False) -> Any:
         """An incremental build or the full refresh; failing data tests are recorded (the proof
         fails) but do not stop it, so the diff is still shown. A model that fails stops the
         proof."""
+        config = self.config
         tested = config.data_tests == "every-build" or (
             full_refresh and config.data_tests == "full-refresh"
         )
         untested = () if tested else ("test",)
         refresh = ("--full-refresh",) if full_refresh else ()
-        result = project.invoke(*build, *untested, *refresh, tolerate_failures=True)
+        project = self.full if full_refresh else self.incremental
+        result = project.invoke(
+            *self.build, *untested, *refresh, dbt_vars=self.dbt_vars, tolerate_failures=True
+        )
         tests = [item for item in result.results if item.node.resource_type == "test"]
-        data_tests_run.append((label, len(tests)))
+        self.data_tests_run.append((label, len(tests)))
         for item in result.results:
             status = str(item.status)
             if item.node.resource_type == "model" and status == "error":
                 raise KappaShopError(f"{label}: model {item.node.name} failed: {item.message}")
             if status in ("fail", "error"):
-                failed_tests.append(f"{label}: {item.node.name} ({status})")
+                self.failed_tests.append(f"{label}: {item.node.name} ({status})")
         return result
 
-    idempotence_failures: list[str] = []
-    wrote_incrementally: set[str] = set()  # models that wrote in a build after the first
-    with building_into(incremental_schema):
-        idempotence_round = len(schedule) // 2
-        models: list[str] = []
-        for number, entry in enumerate(schedule, start=1):
-            delivered, report = _land(project, log, number, entry)
-            if entry.rebuilt:
-                project.invoke(
-                    "run", "--vars", dbt_vars, "--quiet", "--full-refresh",
-                    "--select", *entry.rebuilt,
-                )  # fmt: skip
-                progress(f"  round {number}: rebuilt {', '.join(entry.rebuilt)} alone")
-            result = run_build(label=f"round {number}")
-            models = sorted(
-                {item.node.name for item in result.results if item.node.resource_type == "model"}
-            )
-            if number > 1:
-                wrote_incrementally |= _models_that_wrote(result)
-            progress(
-                f"  round {number}/{len(schedule)}: {delivered}, ingestion batch(es) "
-                f"{','.join(str(batch.ingestion_batch_id) for batch in report.batches)}; "
-                f"incremental build of {len(models)} models done"
-            )
-            if number == idempotence_round:
-                before = _checksums(warehouse, incremental_schema, models)
-                run_build(label=f"round {number}, built again")
-                after = _checksums(warehouse, incremental_schema, models)
-                idempotence_failures += [
-                    f"building round {number} twice changed {model}"
-                    for model in models
-                    if before[model] != after[model]
-                ]
-        before = _checksums(warehouse, incremental_schema, models)
-        _forget_last_runs(warehouse, incremental_schema)
-        run_build(label="replay of the last runs")
-        after = _checksums(warehouse, incremental_schema, models)
-        idempotence_failures += [
-            f"redoing the last recorded run changed {model}"
-            for model in models
-            if before[model] != after[model]
-        ]
-        progress("  replayed each model's last run (as after a crash before its commit)")
+    def rebuild_alone(self, models: tuple[str, ...]) -> None:
+        """`dbt run --full-refresh --select <models>`, as after a change to their logic."""
+        self.incremental.invoke(
+            "run", "--quiet", "--full-refresh", "--select", *models, dbt_vars=self.dbt_vars
+        )
 
-    with building_into(full_schema):
-        result = run_build(label="full refresh", full_refresh=True)
-    progress("  full refresh into " + full_schema + " done")
 
+def _prove(
+    project: DbtProject, config: VerifyConfig, log: _Log, progress: Callable[[str], None]
+) -> VerifyReport:
+    """The proof's rounds, full refresh and diff (module docstring)."""
+    warehouse = project.warehouse()
+    progress(_schedule_line(config, log))
+    builds = _Builds(project, config, log)
+    models, wrote_incrementally, idempotence_failures = _rounds(builds, log, progress)
+    result = builds.run(label="full refresh", full_refresh=True)
+    progress("  full refresh into " + log.full_schema + " done")
     grains = {
         item.node.name: list((item.node.config.meta or {}).get("grain", []))
         for item in result.results
         if item.node.resource_type == "model"
     }
     diffs = diff_models(
-        warehouse, {model: grains.get(model, []) for model in models}, incremental_schema,
-        full_schema,
+        warehouse, {model: grains.get(model, []) for model in models}, log.incremental_schema,
+        log.full_schema,
     )  # fmt: skip
     return VerifyReport(
         config,
-        schedule,
+        log.schedule,
         diffs,
         idempotence_failures,
-        failed_tests,
-        data_tests_run,
+        builds.failed_tests,
+        builds.data_tests_run,
         undiffed=sorted(set(log.models) - set(models)),
         idle=sorted(set(log.models) - wrote_incrementally),
     )
+
+
+def _rounds(
+    builds: _Builds, log: _Log, progress: Callable[[str], None]
+) -> tuple[list[str], set[str], list[str]]:
+    """Each round landed, ingested and built incrementally (one of them twice), then each
+    model's last run forgotten and redone: the models built, those that wrote in a build after
+    the first, and what building twice or redoing changed (nothing, if all is well)."""
+    project, schedule = builds.incremental, log.schedule
+    warehouse, schema = project.warehouse(), log.incremental_schema
+    idempotence_failures: list[str] = []
+    wrote_incrementally: set[str] = set()  # models that wrote in a build after the first
+    idempotence_round = len(schedule) // 2
+    models: list[str] = []
+    for number, entry in enumerate(schedule, start=1):
+        delivered, report = _land(project, log, number, entry)
+        if entry.rebuilt:
+            builds.rebuild_alone(entry.rebuilt)
+            progress(f"  round {number}: rebuilt {', '.join(entry.rebuilt)} alone")
+        result = builds.run(label=f"round {number}")
+        models = sorted(
+            {item.node.name for item in result.results if item.node.resource_type == "model"}
+        )
+        if number > 1:
+            wrote_incrementally |= _models_that_wrote(result)
+        progress(
+            f"  round {number}/{len(schedule)}: {delivered}, ingestion batch(es) "
+            f"{','.join(str(batch.ingestion_batch_id) for batch in report.batches)}; "
+            f"incremental build of {len(models)} models done"
+        )
+        if number == idempotence_round:
+            before = _checksums(warehouse, schema, models)
+            builds.run(label=f"round {number}, built again")
+            after = _checksums(warehouse, schema, models)
+            idempotence_failures += [
+                f"building round {number} twice changed {model}"
+                for model in models
+                if before[model] != after[model]
+            ]
+    before = _checksums(warehouse, schema, models)
+    _forget_last_runs(warehouse, schema)
+    builds.run(label="replay of the last runs")
+    after = _checksums(warehouse, schema, models)
+    idempotence_failures += [
+        f"redoing the last recorded run changed {model}"
+        for model in models
+        if before[model] != after[model]
+    ]
+    progress("  replayed each model's last run (as after a crash before its commit)")
+    return models, wrote_incrementally, idempotence_failures
 
 
 # what a model's run result says when the run wrote nothing (the materialization's noop)
@@ -538,7 +539,7 @@ def _check_selector(root: Path, name: str) -> None:
 
 def _forget_last_runs(warehouse: Warehouse, schema: str) -> None:
     """Drop each model's latest ledger range, so the next build redoes it."""
-    ledger = f"{schema}.kappa_consumed_batches"
+    ledger = f"{schema}.{LEDGER_TABLE}"
     latest = warehouse.sql(
         f"select model_name, max(first_batch_id) as first_batch_id from {ledger} "
         "group by model_name"

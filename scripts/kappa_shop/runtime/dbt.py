@@ -7,32 +7,85 @@ so the second and later commands start in about a second instead of again paying
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
 
 
+@dataclass(frozen=True)
+class Destination:
+    """Where a build goes: the dbt target, the schema (for a serving schema, the names readers
+    query), the version of it the models are built in (None: the schema itself), and the schema
+    of the raw tables the build reads. One value, handed to every dbt invocation as `--target`
+    and the vars profiles.yml (`kappa_schema`), the sources (`raw_schema`) and
+    generate_schema_name (`kappa_version`) read, and to every Spark job."""
+
+    target: str
+    schema: str
+    raw_schema: str
+    version: int | None = None
+
+    @property
+    def models_schema(self) -> str:
+        """The schema the models' tables are built in: `<schema>__v<version>`, or `schema`."""
+        return self.schema if self.version is None else f"{self.schema}__v{self.version}"
+
+    def elsewhere(self, schema: str, raw_schema: str) -> Destination:
+        """The same target, into `schema` itself (no version), reading `raw_schema`."""
+        return replace(self, schema=schema, raw_schema=raw_schema, version=None)
+
+    def at_version(self, version: int) -> Destination:
+        """Version `version` of this schema, reading the same raw tables."""
+        return replace(self, version=version)
+
+    def dbt_vars(self) -> dict[str, Any]:
+        """The vars that say it to dbt: its target schema is the models' own schema (the
+        contract keeps its ledger and run lock beside the models, in the target schema), and
+        kappa_version null, so that dbt builds there and never in the version a person's
+        `dbt run` would pick (macros/serving/models_schema.sql)."""
+        return {
+            "kappa_schema": self.models_schema,
+            "raw_schema": self.raw_schema,
+            "kappa_version": None,
+        }
+
+
 @dataclass
 class DbtProject:
-    """The dbt project at `root`, run against `target` (the profile's default when None)."""
+    """The dbt project at `root`, built where `destination` says: by default, the profile's
+    target (`target`, else its default) and schema, reading `<schema>_raw`."""
 
     root: Path
     target: str | None = None
     profiles_dir: Path = field(
         default_factory=lambda: Path(os.environ.get("DBT_PROFILES_DIR", ".")).resolve()
     )
+    destination: Destination = field(default=None)  # type: ignore[assignment]
     _warehouse: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.destination is None:
+            from kappa_shop.runtime.spark import default_target, profile_output
+
+            target = self.target or default_target(self.profiles_dir)
+            schema = str(profile_output(self.profiles_dir, target)["schema"])
+            self.destination = Destination(target, schema, f"{schema}_raw")
+
+    def to(self, destination: Destination) -> DbtProject:
+        """The same project built into `destination`, on the same warehouse connection."""
+        other = replace(self, target=destination.target, destination=destination)
+        other._warehouse = self._warehouse
+        return other
 
     @property
     def target_name(self) -> str:
-        """The target in use: the one asked for, else the profile's default."""
-        from kappa_shop.runtime.spark import default_target
-
-        return self.target or default_target(self.profiles_dir)
+        """The target in use."""
+        return self.destination.target
 
     @property
     def output(self) -> dict[str, Any]:
@@ -43,8 +96,9 @@ class DbtProject:
 
     @property
     def schema(self) -> str:
-        """The target's schema, where the models are built."""
-        return str(self.output["schema"])
+        """dbt's target schema: where the models are built, or, for a serving schema, the
+        names readers query (the models are in `destination.models_schema`)."""
+        return self.destination.schema
 
     def spark(self, extra_jars: Sequence[Path] = ()) -> Any:
         """The SparkSession ingestion runs in for this target (started on first use), with
@@ -66,13 +120,17 @@ class DbtProject:
 
     @property
     def raw_schema(self) -> str:
-        """The schema of the raw tables: `<schema>_raw` (dbt's custom schema `raw`)."""
-        return f"{self.schema}_raw"
+        """The schema of the raw tables the build reads (`<schema>_raw` by default)."""
+        return self.destination.raw_schema
 
     def invoke(
-        self, *arguments: str, extra: Sequence[str] = (), tolerate_failures: bool = False
+        self,
+        *arguments: str,
+        dbt_vars: Mapping[str, Any] | None = None,
+        tolerate_failures: bool = False,
     ) -> Any:
-        """Run one dbt command in this process and return dbt's result object.
+        """Run one dbt command in this process, into the destination, and return dbt's result
+        object. `dbt_vars` are vars of the command's own (the destination's are always given).
 
         dbt prints its own progress lines. On failure, raises KappaShopError with one line
         naming the command; dbt has already printed which nodes failed and why. With
@@ -81,10 +139,12 @@ class DbtProject:
         """
         from dbt.cli.main import dbtRunner
 
-        command = [*arguments, "--project-dir", str(self.root), *extra]
+        if "--vars" in arguments or "--target" in arguments:
+            raise ValueError("the destination gives --target and --vars: pass dbt_vars instead")
+        variables = {**(dbt_vars or {}), **self.destination.dbt_vars()}
+        command = [*arguments, "--project-dir", str(self.root)]
         command += ["--profiles-dir", str(self.profiles_dir)]
-        if self.target:
-            command += ["--target", self.target]
+        command += ["--target", self.target_name, "--vars", json.dumps(variables)]
         outcome = dbtRunner().invoke(command)
         if outcome.success:
             return outcome.result

@@ -42,9 +42,14 @@ def _render(text: str) -> str:
             raise KappaShopError(f"profiles.yml needs the environment variable {name}")
         return default
 
+    def var(name: str, default: object = None) -> object:
+        # the profile's own value: a build's destination gives dbt its vars explicitly
+        # (kappa_shop.runtime.dbt.Destination)
+        return default
+
     environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
     environment.filters["as_number"] = lambda value: value
-    return environment.from_string(text).render(env_var=env_var)
+    return environment.from_string(text).render(env_var=env_var, var=var)
 
 
 def profile_output(profiles_dir: Path, target: str) -> dict[str, Any]:

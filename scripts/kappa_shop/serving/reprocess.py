@@ -18,13 +18,13 @@ from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.warehouse import checksums
 from kappa_shop.serving.versions import (
     NOT_SWITCHED,
-    building,
     consumed_through,
     fault_point,
     newest_ingested,
     open_serving,
     read_versions,
     record_event,
+    record_served,
     served_relations,
     shown_names,
     switch,
@@ -113,11 +113,15 @@ class Reprocess:
         )
         fault_point("after_start")
 
+    @property
+    def building(self) -> DbtProject:
+        """The project built into the new version."""
+        return self.project.to(self.project.destination.at_version(self.version))
+
     def _build(self, *arguments: str) -> Any:
-        with building(self.project, self.schema) as dbt_vars:
-            return self.project.invoke(
-                "build", *dbt_vars, *arguments, "--exclude-resource-type", "test", "unit_test"
-            )
+        return self.building.invoke(
+            "build", *arguments, "--exclude-resource-type", "test", "unit_test"
+        )
 
     def build(self) -> None:
         """The whole DAG from the log, into the new version."""
@@ -161,8 +165,7 @@ class Reprocess:
 
     def test(self) -> None:
         """The new version's data and unit tests; any failure stops the reprocess."""
-        with building(self.project, self.schema) as dbt_vars:
-            result = self.project.invoke("test", *dbt_vars, tolerate_failures=True)
+        result = self.building.invoke("test", tolerate_failures=True)
         failed = sorted(
             item.node.name for item in result.results if str(item.status) in ("fail", "error")
         )
@@ -235,6 +238,7 @@ class Reprocess:
             self.warehouse, self.serving, self.version, self.relations,
             detail=f"reprocess; served version {self.served} before",
         )  # fmt: skip
+        record_served(self.project, self.version)
         self.progress(
             f"Switched: {self.serving} serves version {self.version} ({len(self.relations)} "
             f"views, replaced in {seconds:.1f} s); `kappa-shop rollback` switches back to "

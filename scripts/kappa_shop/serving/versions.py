@@ -31,18 +31,19 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
+from kappa_shop.runtime.contract import LEDGER_TABLE, RUN_LOCK_TABLE
 from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.warehouse import Warehouse, schema_exists, table_names
 
 REGISTRY = "kappa_versions"
 # what the contract keeps in a schema it builds into: never served, never a reason to refuse
-BOOKKEEPING = ("kappa_consumed_batches", "kappa_run_lock", REGISTRY)
+BOOKKEEPING = (LEDGER_TABLE, RUN_LOCK_TABLE, REGISTRY)
 EVENTS = ("building", "built", "failed", "switching", "switched", "dropped")
 FAULT_POINT = "KAPPA_SHOP_FAULT_POINT"
 FIRST_BUILD = "first build"
@@ -340,28 +341,53 @@ def served_relations(result: Any, serving: str, version: int) -> dict[str, str]:
     return relations
 
 
-@contextmanager
-def building(project: DbtProject, schema: str) -> Iterator[list[str]]:
-    """dbt builds into `schema` inside the block, reading the raw tables of the serving
-    schema's log; yields the `--vars` argument that says so."""
-    from kappa_shop.proof.verify import building_into
-
-    raw = json.dumps({"raw_schema": project.raw_schema})
-    with building_into(schema):
-        yield ["--vars", raw]
+# where kappa-shop records, for dbt, the version each serving schema serves
+# (macros/serving/served_version.sql reads it; a macro path of dbt_project.yml)
+SERVED_RECORD = Path(".kappa_shop") / "macros" / "served_versions.sql"
 
 
-@contextmanager
-def building_served(project: DbtProject) -> Iterator[list[str]]:
-    """dbt builds into the served version inside the block when the project's schema serves
-    versions (yields the `--vars` that say where the raw tables are); else where it would."""
-    warehouse = project.warehouse()
-    served = read_versions(warehouse, project.schema).served
-    if served is None:
-        yield []
-        return
-    with building(project, version_schema(project.schema, served)) as dbt_vars:
-        yield dbt_vars
+def record_served(project: DbtProject, version: int | None) -> None:
+    """Record in the project directory that the project's schema serves `version` on its
+    target (None: no version), so that `dbt run`, `dbt build` and `dbt test` typed there build
+    the served version with no vars (models_schema()). The registry stays the truth: a run
+    whose record is behind it stops in one line (check_not_serving_schema)."""
+    path = project.root / SERVED_RECORD
+    recorded = _read_record(path)
+    schemas = recorded.setdefault(project.target_name, {})
+    if version is None:
+        schemas.pop(project.schema, None)
+    else:
+        schemas[project.schema] = version
+    if schemas == {} and project.target_name in recorded:
+        del recorded[project.target_name]
+    text = (
+        "{#- Written by kappa-shop (build, reprocess, rollback, versions): the version each "
+        "serving schema\n    serves, by target; read by served_version(). Not in git: "
+        "rewritten at each of those commands. -#}\n"
+        "{% macro kappa_shop_served_versions() %}{{ return("
+        + json.dumps(recorded, sort_keys=True)
+        + ") }}{% endmacro %}\n"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+def _read_record(path: Path) -> dict[str, dict[str, int]]:
+    """The versions a record holds (nothing, when there is none or it cannot be read)."""
+    try:
+        found = re.search(r"return\((\{.*\})\)", path.read_text())
+        return dict(json.loads(found[1])) if found else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def served_project(project: DbtProject) -> DbtProject:
+    """The project built into the served version of its schema, when that schema serves
+    versions; else the project as it is."""
+    served = read_versions(project.warehouse(), project.schema).served
+    return project if served is None else project.to(project.destination.at_version(served))
 
 
 def consumed_through(
@@ -370,13 +396,13 @@ def consumed_through(
     """The newest ingestion batch every one of `models` has consumed (its ledger in
     `schema`), or None when one of them has consumed nothing. With `present_only`, of those
     of `models` the ledger knows (another version's models: some may be new)."""
-    if not models or not _has_table(warehouse, schema, "kappa_consumed_batches"):
+    if not models or not _has_table(warehouse, schema, LEDGER_TABLE):
         return None
     listed = ", ".join(_literal(model) for model in models)
     row = warehouse.sql(
         f"select count(*) as models, min(last_batch_id) as through from ("
         f"select model_name, max(last_batch_id) as last_batch_id "
-        f"from {schema}.kappa_consumed_batches where model_name in ({listed}) "
+        f"from {schema}.{LEDGER_TABLE} where model_name in ({listed}) "
         "group by model_name)"
     )[0]
     complete = int(row["models"]) == len(models) or (present_only and int(row["models"]) > 0)
@@ -417,13 +443,13 @@ def build_served(
             record_event(warehouse, serving, version, "building", detail=FIRST_BUILD)
         progress(f"kappa-shop: {serving} serves no version yet: building version {version}")
     schema = version_schema(serving, version)
-    with building(project, schema) as dbt_vars:
-        result = project.invoke("build", *dbt_vars, *arguments)
+    result = project.to(project.destination.at_version(version)).invoke("build", *arguments)
     # (a build of some models adds their names; only a reprocess's switch drops names)
     relations = {**versions.relations(version), **served_relations(result, serving, version)}
     if relations != versions.relations(version) or first:
         switch(warehouse, serving, version, relations, detail=FIRST_BUILD if first else "")
         progress(f"kappa-shop: {serving} serves version {version} ({schema})")
+    record_served(project, version)
     return result
 
 
@@ -452,6 +478,7 @@ def rollback(project: DbtProject, progress: Callable[[str], None] = print) -> in
         warehouse, serving, previous, versions.relations(previous),
         detail=f"rollback from version {served}",
     )  # fmt: skip
+    record_served(project, previous)
     progress(
         f"Rolled back: {serving} serves version {previous} again "
         f"({version_schema(serving, previous)}); version {served} stays until "
@@ -465,6 +492,7 @@ def list_versions(project: DbtProject) -> str:
     """`kappa-shop versions`: a line per version."""
     warehouse = project.warehouse()
     versions = open_serving(warehouse, project.schema)
+    record_served(project, versions.served)
     lines = [f"{project.schema}: {'version':>7}  {'schema':<32} {'state':<14} detail"]
     for version in versions.known:
         state, detail = versions.state(version), versions.detail(version)
