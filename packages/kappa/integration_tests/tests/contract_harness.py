@@ -537,6 +537,59 @@ def check_run_lock(project: Project) -> None:
     require(built == [(5,)], Reason.WRONG_ROWS, f"after the lock's release: {built} rows")
 
 
+def check_models_elsewhere(project: Project) -> None:
+    """A project whose generate_schema_name builds the models outside the target schema (as a
+    serving layer's versions do): the ledger and run lock live beside the models, none in the
+    target schema; a lock held there stops the run, naming that schema; the incremental runs,
+    the ledger compacted, equal the full refresh."""
+    home, elsewhere = f"{project.prefix}_home", f"{project.prefix}_elsewhere"
+    full, log_schema = f"{elsewhere}_full", f"{home}_log"
+    reset(home, elsewhere, full, log_schema)
+    placed = ("--vars", f"{{kappa_it_models_schema: {elsewhere}, kappa_ledger_compact_after: 2}}")
+    for step in SCHEDULES["shuffled"]:
+        project.deliver(step, log_schema)
+        project.run(home, log_schema, *placed)
+        check_ledger(elsewhere)
+    kept = (
+        {table.name for table in spark().catalog.listTables(home)}
+        if spark().catalog.databaseExists(home)
+        else set()
+    )
+    require(
+        not kept & {"kappa_consumed_batches", "kappa_run_lock", *MODELS},
+        Reason.WRONG_ROWS,
+        f"the target schema {home} holds {sorted(kept)}; everything belongs in {elsewhere}",
+    )
+    project.dbt(
+        [
+            "run-operation",
+            "hold_run_lock",
+            "--args",
+            f"{{holder: other-run, schema_name: {elsewhere}}}",
+        ],
+        schema=home,
+        log_schema=log_schema,
+    )
+    expect_failure(
+        lambda: project.run(home, log_schema, *placed),
+        "is being built by another run",
+        f"(schema {elsewhere})",
+    )
+    project.dbt(
+        ["run-operation", "kappa.release_run_lock", "--args", "{holder: other-run}", *placed],
+        schema=home,
+        log_schema=log_schema,
+    )
+    project.run(home, log_schema, *placed)
+    project.run(full, log_schema, "--full-refresh")
+    found = differences(elsewhere, full)
+    require(
+        found == {},
+        Reason.DIFFERENCE,
+        f"models outside the target schema: the tables differ from the full refresh {found}",
+    )
+
+
 def check_failed_write(project: Project) -> None:
     """A model whose run fails just before its write is redone by the next run, which then
     equals the full refresh (what the failed run recorded must not outlive it). A key model's
@@ -745,6 +798,7 @@ CHECKS: dict[str, Callable[[Project], None]] = {
     "ledger_gap": check_ledger_gap,
     "column_change": check_column_change,
     "run_lock": check_run_lock,
+    "models_elsewhere": check_models_elsewhere,
     "build_leftovers": check_build_leftovers,
     "failed_write": check_failed_write,
     "recomputed_report": check_recomputed_report,

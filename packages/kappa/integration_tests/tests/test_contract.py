@@ -14,6 +14,7 @@ from contract_harness import (  # noqa: F401 (package_copy: a fixture)
     check_column_change,
     check_failed_write,
     check_ledger_gap,
+    check_models_elsewhere,
     check_nothing_new,
     check_rebuilt_upstream,
     check_receipts,
@@ -64,6 +65,12 @@ def test_a_run_with_nothing_new_sends_no_statement_per_model(package_copy: Proje
 
 def test_a_second_run_while_the_lock_is_held_changes_nothing(package_copy: Project) -> None:
     check_run_lock(package_copy)
+
+
+def test_models_outside_the_target_schema_keep_their_ledger_and_lock_beside_them(
+    package_copy: Project,
+) -> None:
+    check_models_elsewhere(package_copy)
 
 
 def test_a_run_that_fails_before_a_write_is_redone_by_the_next(package_copy: Project) -> None:

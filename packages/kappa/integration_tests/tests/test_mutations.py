@@ -345,7 +345,7 @@ MUTANTS = (
         (
             (
                 "recovery/_drop_build_leftovers.sql",
-                "drop table if exists {{ target.schema }}.{{ row['tableName'] }}",
+                "drop table if exists {{ schema_name }}.{{ row['tableName'] }}",
                 "drop table if exists {{ row['tableName'] }}",
             ),
         ),

@@ -7,7 +7,9 @@
         (_report_recomputed). Renders no SQL. -#}
     {%- if execute -%}
         {%- do kappa._commit_consumed_batches() -%}
-        {%- do kappa._compact_batch_ledger() -%}
+        {%- for schema_name in kappa._contract_schemas() -%}
+            {%- do kappa._compact_batch_ledger(schema_name) -%}
+        {%- endfor -%}
         {%- do kappa.release_run_lock() -%}
         {%- do kappa._report_recomputed() -%}
     {%- endif -%}

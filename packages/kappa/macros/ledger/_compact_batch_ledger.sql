@@ -1,5 +1,5 @@
-{% macro _compact_batch_ledger() %}
-    {#- On-run-end hook, after commit_consumed_batches: keep the target schema's batch ledger
+{% macro _compact_batch_ledger(schema_name) %}
+    {#- On-run-end hook, after commit_consumed_batches: keep the batch ledger of `schema_name`
         from growing with every run. Each run adds one row per model, and every run reads the
         whole ledger (_ledger_ranges) and lists its partitions (the commit), so without this
         both would cost more with every run, for ever.
@@ -21,7 +21,6 @@
         the consumed ranges stay one unbroken range, and the next compaction drops them.
         Renders no SQL. -#}
     {%- if execute and flags.WHICH in ('run', 'build') -%}
-        {%- set schema_name = target.schema -%}
         {%- set ranges = kappa._ledger_ranges(schema_name) -%}
         {%- set crowded = [] -%}
         {%- for name in ranges.keys() | list | sort if ranges[name]['runs'] > kappa._ledger_compact_limit(name) -%}

@@ -1,6 +1,6 @@
-{% macro _drop_build_leftovers() %}
+{% macro _drop_build_leftovers(schema_name) %}
     {#- On-run-start hook, after the run lock is taken: drop the tables a killed full refresh
-        left behind. exact_incremental rebuilds a table under a name of its own
+        left behind in `schema_name`. exact_incremental rebuilds a table under a name of its own
         (`<model>__kappa_build_<run>`) and renames it into place only when it is complete, so
         that a run killed in the middle of the write leaves the old table (and its ledger) as
         they were, never a half-written table or files without a table. Renders no SQL.
@@ -15,19 +15,19 @@
         kill in between leaves the same evidence for the next run. -#}
     {%- if execute and flags.WHICH in ('run', 'build') -%}
         {%- set leftovers = run_query(
-            "show tables in " ~ target.schema ~ " like '*__kappa_build_*'"
+            "show tables in " ~ schema_name ~ " like '*__kappa_build_*'"
         ) -%}
         {%- for row in leftovers if not row['isTemporary'] -%}
             {%- set model_table = row['tableName'].split('__kappa_build_')[0] -%}
             {%- set model_tables = run_query(
-                "show tables in " ~ target.schema ~ " like '" ~ model_table ~ "'"
+                "show tables in " ~ schema_name ~ " like '" ~ model_table ~ "'"
             ) -%}
             {%- if model_tables | length == 0 -%}
-                {%- do kappa._clear_table_location(target.schema, model_table) -%}
+                {%- do kappa._clear_table_location(schema_name, model_table) -%}
             {%- endif -%}
-            {{ log("Dropped " ~ target.schema ~ "." ~ row['tableName'] ~ ", left by a full refresh that was killed", info=true) }}
+            {{ log("Dropped " ~ schema_name ~ "." ~ row['tableName'] ~ ", left by a full refresh that was killed", info=true) }}
             {%- call statement('drop_build_leftover') -%}
-                drop table if exists {{ target.schema }}.{{ row['tableName'] }}
+                drop table if exists {{ schema_name }}.{{ row['tableName'] }}
             {%- endcall -%}
         {%- endfor -%}
     {%- endif -%}

@@ -1,0 +1,44 @@
+{% macro _take_run_lock(schema_name, taken) %}
+    {#- Take the run lock of `schema_name` for this run (see _acquire_run_lock), or stop with
+        one message naming the run that holds it, releasing first the locks of `taken` (the
+        schemas whose locks this run took before). -#}
+    {%- if execute -%}
+        {%- set lock = kappa._run_lock_relation(schema_name) -%}
+        {%- set stale = [] -%}
+        {%- set live = kappa._run_lock_holders(lock, stale) -%}
+        {%- if live | length > 0 -%}
+            {{ kappa._run_lock_refusal(live[0], schema_name, taken) }}
+        {%- endif -%}
+        {%- for row in stale -%}
+            {{ log("Released the run lock of " ~ schema_name ~ " left by run " ~ row['holder']
+                ~ " (" ~ row['command'] ~ ", since " ~ row['acquired_at'] ~ "): "
+                ~ ("it expired" if row['age_minutes'] >= var('kappa_run_lock_timeout_minutes', 360)
+                    else "its Spark process is gone"),
+                info=true) }}
+            {%- call statement('release_stale_run_lock') -%}
+                alter table {{ lock }} drop if exists partition (holder = '{{ row['holder'] }}')
+            {%- endcall -%}
+        {%- endfor -%}
+        {%- set application = run_query('set spark.app.id').rows[0][1] -%}
+        {%- call statement('take_run_lock') -%}
+            insert overwrite table {{ lock }} partition (holder = '{{ invocation_id }}')
+            select
+                '{{ flags.WHICH }}' as command,
+                '{{ target.name }}' as target_name,
+                '{{ application }}' as spark_application_id,
+                current_timestamp() as acquired_at
+        {%- endcall -%}
+        {#- a run that wrote its row at the same moment as this one: the earlier one keeps it -#}
+        {%- set rivals = kappa._run_lock_holders(lock, []) -%}
+        {%- if rivals | length > 0 -%}
+            {%- set mine = run_query("select acquired_at from " ~ lock ~ " where holder = '"
+                ~ invocation_id ~ "'").rows[0][0] -%}
+            {%- for rival in rivals if (rival['acquired_at'], rival['holder']) < (mine, invocation_id) -%}
+                {%- call statement('back_off_run_lock') -%}
+                    alter table {{ lock }} drop if exists partition (holder = '{{ invocation_id }}')
+                {%- endcall -%}
+                {{ kappa._run_lock_refusal(rival, schema_name, taken) }}
+            {%- endfor -%}
+        {%- endif -%}
+    {%- endif -%}
+{% endmacro %}
