@@ -26,7 +26,8 @@ from conftest import REPO_ROOT, copy_project, kappa_shop_in
 from kappa_shop.bench.plan import bench_log_config, plan_batches, plan_successive
 from kappa_shop.cli import main
 from kappa_shop.errors import KappaShopError
-from kappa_shop.log.generator import MAX_FIRST_OFFSET, generate
+from kappa_shop.log.config import MAX_FIRST_OFFSET
+from kappa_shop.log.generator import generate
 
 EVENTS = 10_000
 STEPS = [

@@ -15,8 +15,9 @@ import pytest
 from log_oracle import ENVELOPE_REQUIRED, classify, landed_lines
 
 from kappa_shop.errors import KappaShopError
+from kappa_shop.log.delivery import MALFORMED_KINDS
 from kappa_shop.log.format import TOPICS
-from kappa_shop.log.generator import MALFORMED_KINDS, GeneratorConfig, generate
+from kappa_shop.log.generator import GeneratorConfig, generate
 
 # Imperfections turned up so that every kind shows up in a small log.
 TOPICS_KEY = {topic.name: topic.key_field for topic in TOPICS}

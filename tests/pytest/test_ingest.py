@@ -17,8 +17,9 @@ from log_oracle import LandedLine, classify, landed_lines
 
 from kappa_shop.errors import KappaShopError
 from kappa_shop.ingest.ingestion import ingest
+from kappa_shop.log.delivery import MALFORMED_KINDS
 from kappa_shop.log.format import TOPICS
-from kappa_shop.log.generator import MALFORMED_KINDS, GeneratorConfig, generate
+from kappa_shop.log.generator import GeneratorConfig, generate
 from kappa_shop.log.landing import batch_numbers, deliver
 
 LOG = GeneratorConfig(

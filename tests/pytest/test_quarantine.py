@@ -13,7 +13,8 @@ import pytest
 from log_oracle import classify, landed_lines
 
 from kappa_shop.ingest.ingestion import ingest
-from kappa_shop.log.generator import MALFORMED_KINDS, GeneratorConfig, generate
+from kappa_shop.log.delivery import MALFORMED_KINDS
+from kappa_shop.log.generator import GeneratorConfig, generate
 from kappa_shop.log.landing import batch_numbers, deliver
 from kappa_shop.runtime.dbt import DbtProject
 

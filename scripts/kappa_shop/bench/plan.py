@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.log.generator import MAX_FIRST_OFFSET, GeneratorConfig
+from kappa_shop.log.config import MAX_FIRST_OFFSET
+from kappa_shop.log.generator import GeneratorConfig
 
 DAYS = 30.0
 BATCHES = 200
