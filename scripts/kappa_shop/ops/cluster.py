@@ -175,53 +175,68 @@ def fetch_hive_llap_common(progress: Callable[[str], None] = print) -> Path | No
 def plan(settings: ClusterSettings, conf_dir: Path) -> list[Component]:
     """The processes of the cluster, in start order."""
     spark = spark_home()
-    ui = settings.ui_port
-    components = [
-        Component(
-            "master",
-            MASTER_CLASS,
-            {"rpc": settings.master_port, "web UI": ui},
-            [
-                str(spark / "bin" / "spark-class"),
-                MASTER_CLASS,
-                "--host",
-                LOOPBACK,
-                "--port",
-                str(settings.master_port),
-                "--webui-port",
-                str(ui),
-            ],
-            "master.log",
-            env={"SPARK_DAEMON_MEMORY": "512m"},
-        )
+    return [
+        _master(settings, spark),
+        *(_worker(settings, spark, number) for number in range(1, WORKERS + 1)),
+        _thrift_server(settings, conf_dir, spark),
     ]
-    for number in range(1, WORKERS + 1):
-        work = settings.home / "work" / f"worker-{number}"
-        components.append(
-            Component(
-                f"worker-{number}",
-                WORKER_CLASS,
-                {"web UI": ui + number},
-                [
-                    str(spark / "bin" / "spark-class"),
-                    WORKER_CLASS,
-                    settings.master_url,
-                    "--host",
-                    LOOPBACK,
-                    "--cores",
-                    str(settings.worker_cores),
-                    "--memory",
-                    settings.worker_memory,
-                    "--webui-port",
-                    str(ui + number),
-                    "--work-dir",
-                    str(work),
-                ],
-                f"worker-{number}.log",
-                cwd=str(work),
-                env={"SPARK_DAEMON_MEMORY": "512m"},
-            )
-        )
+
+
+def _master(settings: ClusterSettings, spark: Path) -> Component:
+    """The standalone master, on its RPC port and web UI port."""
+    ui = settings.ui_port
+    return Component(
+        "master",
+        MASTER_CLASS,
+        {"rpc": settings.master_port, "web UI": ui},
+        [
+            str(spark / "bin" / "spark-class"),
+            MASTER_CLASS,
+            "--host",
+            LOOPBACK,
+            "--port",
+            str(settings.master_port),
+            "--webui-port",
+            str(ui),
+        ],
+        "master.log",
+        env={"SPARK_DAEMON_MEMORY": "512m"},
+    )
+
+
+def _worker(settings: ClusterSettings, spark: Path, number: int) -> Component:
+    """Worker `number` (from 1), with a work directory of its own."""
+    ui = settings.ui_port
+    work = settings.home / "work" / f"worker-{number}"
+    return Component(
+        f"worker-{number}",
+        WORKER_CLASS,
+        {"web UI": ui + number},
+        [
+            str(spark / "bin" / "spark-class"),
+            WORKER_CLASS,
+            settings.master_url,
+            "--host",
+            LOOPBACK,
+            "--cores",
+            str(settings.worker_cores),
+            "--memory",
+            settings.worker_memory,
+            "--webui-port",
+            str(ui + number),
+            "--work-dir",
+            str(work),
+        ],
+        f"worker-{number}.log",
+        cwd=str(work),
+        env={"SPARK_DAEMON_MEMORY": "512m"},
+    )
+
+
+def _thrift_server(settings: ClusterSettings, conf_dir: Path, spark: Path) -> Component:
+    """The Spark Thrift Server, an application on the master, with the `local` target's
+    session behaviour and the settings a long-lived server needs."""
+    ui = settings.ui_port
     thrift_ui = ui + WORKERS + 1
     java_options = (
         f"-Duser.timezone=UTC -Dderby.stream.error.file={settings.logs / 'derby.log'} "
@@ -289,18 +304,15 @@ def plan(settings: ClusterSettings, conf_dir: Path) -> list[Component]:
         f"hive.server2.thrift.bind.host={LOOPBACK}",
         "spark-internal",
     ]
-    components.append(
-        Component(
-            "thrift-server",
-            THRIFT_SERVER_CLASS,
-            {"thrift": settings.thrift_port, "web UI": thrift_ui},
-            command,
-            "thrift-server.log",
-            # the Hive metastore (Derby, metastore_db/) is created in the working directory
-            cwd=str(settings.home),
-        )
+    return Component(
+        "thrift-server",
+        THRIFT_SERVER_CLASS,
+        {"thrift": settings.thrift_port, "web UI": thrift_ui},
+        command,
+        "thrift-server.log",
+        # the Hive metastore (Derby, metastore_db/) is created in the working directory
+        cwd=str(settings.home),
     )
-    return components
 
 
 def _environment(settings: ClusterSettings, conf_dir: Path) -> dict[str, str]:
