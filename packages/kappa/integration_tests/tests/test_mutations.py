@@ -313,6 +313,20 @@ MUTANTS = (
         Reason.DIFFERENCE,
     ),
     Mutant(
+        "bookkeeping_in_the_target_schema",
+        "the ledger and run lock kept in the target schema too, where a project's"
+        " generate_schema_name does not build the models (a serving schema's readers see them)",
+        (
+            (
+                "hooks/_contract_schemas.sql",
+                "{{ return(schemas | sort if schemas | length > 0 else [target.schema]) }}",
+                "{{ return((schemas + [target.schema]) | unique | sort) }}",
+            ),
+        ),
+        "models_elsewhere",
+        Reason.WRONG_ROWS,
+    ),
+    Mutant(
         "compacted_range_short",
         "the compacted ledger row ends a batch short of the rows it replaces: a range dropped",
         (
