@@ -53,11 +53,9 @@ def main() -> int:
 
     project = DbtProject(root=Path.cwd())
     schema = project.schema
-    raw_vars = (
-        "--vars", json.dumps({"raw_schema": project.raw_schema}), "--selector", "one_model_per_mode"
-    )  # fmt: skip
+    selected = ("--selector", "one_model_per_mode")  # (raw tables: <schema>_raw)
     if arguments.recover:
-        project.invoke("run", *raw_vars, "--quiet")
+        project.invoke("run", *selected, "--quiet")
         _say("recovery run done")
     if arguments.batches:
         batches = [int(number) for number in arguments.batches.split(",")]
@@ -70,7 +68,7 @@ def main() -> int:
         if arguments.fault != "none":
             os.environ["KAPPA_FAULT_POINT"] = arguments.fault
         _say(f"dbt run with fault {arguments.fault}")
-        project.invoke("run", *raw_vars, *(["--full-refresh"] if arguments.full_refresh else []))
+        project.invoke("run", *selected, *(["--full-refresh"] if arguments.full_refresh else []))
         os.environ.pop("KAPPA_FAULT_POINT", None)
         _say("the run finished: the fault point was never reached")
     if arguments.final is not None:
@@ -78,14 +76,14 @@ def main() -> int:
         # same raw tables with every data test of its models: when the diff finds
         # the two schemas equal, the tests' verdict is the incremental tables' too (a data test
         # reads models, seeds and the raw tables only: test_verify checks that)
-        incremental = project.invoke("run", *raw_vars, "--quiet")
+        incremental = project.invoke("run", *selected, "--quiet")
         models = sorted(
             item.node.name for item in incremental.results if item.node.resource_type == "model"
         )
         _say("incremental run done")
-        os.environ["KAPPA_SHOP_SCHEMA"] = f"{schema}_full"
-        build = ("build", *raw_vars, "--quiet", "--exclude-resource-type", "unit_test")
-        full = project.invoke(*build, "--full-refresh", tolerate_failures=True)
+        beside = project.to(project.destination.elsewhere(f"{schema}_full", project.raw_schema))
+        build = ("build", *selected, "--quiet", "--exclude-resource-type", "unit_test")
+        full = beside.invoke(*build, "--full-refresh", tolerate_failures=True)
         failed = [
             f"{item.node.name}: {item.status}"
             for item in full.results

@@ -176,7 +176,7 @@ PREFIX = "shop."
 READ_BACK = r"""
 import json, sys
 from kappa_shop.log.format import TOPICS
-from kappa_shop.log.produce import kafka_spark
+from kappa_shop.runtime.kafka import kafka_spark
 spark = kafka_spark("read_back")
 frame = (
     spark.read.format("kafka")

@@ -47,13 +47,11 @@ def staged(spark, project_copy, tmp_path_factory):
         deliver(log_dir, landing, [batch])
         ingest(spark, landing, f"{SCHEMA}_raw", progress=lambda message: None)
     project = DbtProject(root=project_copy, profiles_dir=project_copy)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KAPPA_SHOP_SCHEMA", SCHEMA)
-        project.invoke(
-            "build", "--select", "staging", "--indirect-selection", "cautious",
-            "--exclude-resource-type", "unit_test",
-            "--vars", json.dumps({"raw_schema": f"{SCHEMA}_raw"}),
-        )  # fmt: skip
+    project = project.to(project.destination.elsewhere(SCHEMA, f"{SCHEMA}_raw"))
+    project.invoke(
+        "build", "--select", "staging", "--indirect-selection", "cautious",
+        "--exclude-resource-type", "unit_test",
+    )  # fmt: skip
     return log_dir, json.loads((log_dir / "manifest.json").read_text())
 
 
@@ -156,16 +154,10 @@ def _stage_files(spark, project_copy, schema, files, log_streams=None) -> list:
     for name, content in files.items():
         (directory / name).write_bytes(content)
     ingest(spark, landing, f"{schema}_raw", progress=lambda message: None)
-    dbt_vars: dict = {"raw_schema": f"{schema}_raw"}
-    if log_streams is not None:
-        dbt_vars["log_streams"] = log_streams
+    dbt_vars = {} if log_streams is None else {"log_streams": log_streams}
     project = DbtProject(root=project_copy, profiles_dir=project_copy)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KAPPA_SHOP_SCHEMA", schema)
-        project.invoke(
-            "run", "--select", "stg_web__event_deliveries", "--vars", json.dumps(dbt_vars),
-            "--quiet",
-        )  # fmt: skip
+    project = project.to(project.destination.elsewhere(schema, f"{schema}_raw"))
+    project.invoke("run", "--select", "stg_web__event_deliveries", "--quiet", dbt_vars=dbt_vars)
     return spark.sql(
         "select _source_file, log_offset, event_id, event_type, "
         "date_format(occurred_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at, invalid_reason, "

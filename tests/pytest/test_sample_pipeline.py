@@ -196,8 +196,7 @@ def test_gap_test_fails_on_sessions_closer_than_the_gap(built_project):
             "test",
             "--select",
             "assert_consecutive_sessions_more_than_gap_apart",
-            "--vars",
-            "{session_inactivity_gap_minutes: 180}",
+            dbt_vars={"session_inactivity_gap_minutes": 180},
         )
 
 

@@ -21,7 +21,7 @@ from kappa_shop.runtime.contract import LEDGER_TABLE
 from kappa_shop.runtime.dbt import DbtProject
 
 
-def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, monkeypatch):
+def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path):
     """The proof, with the batch ledger compacted every run past the second
     (kappa_ledger_compact_after: 2; every other proof of the suite runs with the default, 20,
     which a proof's few runs never reach): incremental equals a full refresh, idempotence, the
@@ -132,9 +132,10 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path, 
         f"select cast({compacted_through} as bigint), 'incremental', current_timestamp(), "
         "array('2024-01-01'), cast(null as string)"
     )
-    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", schema)
-    dbt_vars = {"raw_schema": f"verify_{seed}_raw", "kappa_ledger_compact_after": 1}
-    project.invoke("run", "--select", "orders_daily", "--vars", json.dumps(dbt_vars))
+    proof_tables = project.to(project.destination.elsewhere(schema, f"verify_{seed}_raw"))
+    proof_tables.invoke(
+        "run", "--select", "orders_daily", dbt_vars={"kappa_ledger_compact_after": 1}
+    )
     after = [
         (first, last, mode)
         for _, first, last, mode, _ in ledger_rows(spark, schema, "orders_daily")
@@ -159,7 +160,7 @@ def test_ledger_compaction_limits_are_spread_over_the_models(spark, project_copy
     def limits(compact_after: int) -> list[int]:
         result = project.invoke(
             "compile", "--inline", inline, "--quiet",
-            "--vars", json.dumps({"kappa_ledger_compact_after": compact_after}),
+            dbt_vars={"kappa_ledger_compact_after": compact_after},
         )  # fmt: skip
         return [int(value) for value in result.results[0].node.compiled_code.split()]
 
@@ -391,9 +392,7 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(
     assert "the proof failed for seed(s) 7" in err
 
 
-def test_a_gap_in_the_ingestion_receipts_stops_the_build(
-    spark, project_copy, tmp_path, monkeypatch
-):
+def test_a_gap_in_the_ingestion_receipts_stops_the_build(spark, project_copy, tmp_path):
     from kappa_shop.errors import KappaShopError
     from kappa_shop.ingest.ingestion import ingest
     from kappa_shop.log.generator import GeneratorConfig, generate
@@ -407,13 +406,11 @@ def test_a_gap_in_the_ingestion_receipts_stops_the_build(
     spark.sql(
         "alter table gap_test_raw.raw_ingestion_batches drop partition (ingestion_batch_id = 2)"
     )
-    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", "gap_test")
     project = DbtProject(root=project_copy, profiles_dir=project_copy)
+    project = project.to(project.destination.elsewhere("gap_test", "gap_test_raw"))
 
     with pytest.raises(KappaShopError):
-        project.invoke(
-            "run", "--select", "stg_web__event_deliveries", "--vars", "{raw_schema: gap_test_raw}"
-        )
+        project.invoke("run", "--select", "stg_web__event_deliveries")
 
     results = (project_copy / "target" / "run_results.json").read_text()
     assert "have a gap: batches 2 are missing" in results

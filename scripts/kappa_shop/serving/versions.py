@@ -368,10 +368,16 @@ def record_served(project: DbtProject, version: int | None) -> None:
         + json.dumps(recorded, sort_keys=True)
         + ") }}{% endmacro %}\n"
     )
+    described = (
+        "version: 2\n\nmacros:\n  - name: kappa_shop_served_versions\n    description: >\n"
+        "      Written by kappa-shop: the version each serving schema serves, by target\n"
+        "      (read by served_version(); not in git).\n"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text)
-    os.replace(partial, path)
+    for where, content in ((path.with_suffix(".yml"), described), (path, text)):
+        partial = where.with_name(f".{where.name}.partial")
+        partial.write_text(content)
+        os.replace(partial, where)
 
 
 def _read_record(path: Path) -> dict[str, dict[str, int]]:
