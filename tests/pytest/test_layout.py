@@ -162,7 +162,7 @@ def test_the_packages_table_names_are_the_python_sides():
 
     macros = PACKAGE.parents[1] / "packages" / "kappa" / "macros"
     for name, macro in (
-        (LEDGER_TABLE, "ledger/_ledger_table.sql"),
+        (LEDGER_TABLE, "ledger/_batch_ledger.sql"),
         (RUN_LOCK_TABLE, "lock/_run_lock_relation.sql"),
     ):
         assert f"identifier='{name}'" in (macros / macro).read_text(), (name, macro)

@@ -62,7 +62,7 @@ MUTANTS = (
         "a change's reach before its day is ignored when planning the days to recompute",
         (
             (
-                "plan/_recomputed_days.sql",
+                "plan/_touched_days.sql",
                 "{% set reach_before = '0 minutes' if reach.before == 'all' else reach.before %}",
                 "{% set reach_before = '0 minutes' %}",
             ),
@@ -134,7 +134,7 @@ MUTANTS = (
         "a touched key bucket (bucket 0) is left out of the plan",
         (
             (
-                "plan/_recomputed_buckets.sql",
+                "plan/_buckets_touched.sql",
                 "where bucket is not null",
                 "where bucket is not null and bucket != 0",
             ),
@@ -147,7 +147,7 @@ MUTANTS = (
         "the last touched day is left out of the plan",
         (
             (
-                "plan/_recomputed_days.sql",
+                "plan/_days_touched.sql",
                 "{% set days = run_query(days_query).columns[0].values() | list %}",
                 "{% set days = (run_query(days_query).columns[0].values() | list)[:-1] %}",
             ),
@@ -160,7 +160,7 @@ MUTANTS = (
         "a days parent's run that consumed exactly the child's first new batch is not traced",
         (
             (
-                "plan/_recomputed_days.sql",
+                "plan/_touched_days.sql",
                 '"\' and last_batch_id >= " ~ first_batch_id ~ ")"',
                 '"\' and last_batch_id > " ~ first_batch_id ~ ")"',
             ),
@@ -173,7 +173,7 @@ MUTANTS = (
         "a keys parent's run that consumed exactly the child's first new batch is not traced",
         (
             (
-                "plan/_recomputed_buckets.sql",
+                "plan/_touched_buckets.sql",
                 '"\' and last_batch_id >= " ~ first_batch_id ~ ")"',
                 '"\' and last_batch_id > " ~ first_batch_id ~ ")"',
             ),
@@ -246,7 +246,7 @@ MUTANTS = (
         " the partitions it recomputed",
         (
             (
-                "materializations/exact_incremental.sql",
+                "write/_write_recomputed.sql",
                 '\'rows\': "select count(*) as written from " ~ this ~ " where " ~ written,',
                 "'rows': \"select count(*) as written from \" ~ this,",
             ),
@@ -274,7 +274,7 @@ MUTANTS = (
         " model's predicate and partition column use: it recomputes the wrong buckets",
         (
             (
-                "plan/_recomputed_buckets.sql",
+                "plan/_touched_buckets.sql",
                 '"select " ~ kappa.key_bucket(key) ~ " as bucket from "',
                 '"select pmod(hash(" ~ key ~ "), " ~ var(\'kappa_key_buckets\', 16)'
                 ' ~ ") as bucket from "',
@@ -289,7 +289,7 @@ MUTANTS = (
         " just after midnight is not recomputed",
         (
             (
-                "plan/_recomputed_days.sql",
+                "plan/_touched_days.sql",
                 "{% set reach = kappa._input_reach(model) %}",
                 "{% set reach = {'before': kappa._input_reach(model).before,"
                 " 'after': '0 minutes'} %}",
@@ -386,7 +386,7 @@ MUTANTS = (
         " the first new one: that batch's rows are deleted",
         (
             (
-                "materializations/exact_incremental.sql",
+                "write/_write_batches.sql",
                 "between {{ first_batch_id }} and {{ last_batch_id }}",
                 "between {{ first_batch_id - 1 }} and {{ last_batch_id }}",
             ),

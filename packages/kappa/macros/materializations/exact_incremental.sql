@@ -24,9 +24,11 @@
         - `--full-refresh` (or a first build) rebuilds the table from every batch.
         - On Delta (file_format 'delta') each of these writes is one atomic commit: `create or
           replace table` for a rebuild, `insert into ... replace where` for the batches, days or
-          buckets a run replaces. Every run of a model is a version of its table. -#}
+          buckets a run replaces. Every run of a model is a version of its table.
+        This materialization plans the run and routes it to one write strategy (write/:
+        _rebuild, _write_batches, _write_recomputed, _write_nothing); the ledger records the
+        run after the write. -#}
     {%- set mode = kappa._contract_mode(model) -%}
-    {%- set delta = config.get('file_format') == 'delta' -%}
     {%- set existing_relation = load_relation(this) -%}
     {#- rebuilt on a first build and a full refresh, and also when the table has nothing in the
         ledger (it was not built under the contract: say, by an older version of the model as a
@@ -72,95 +74,21 @@
     {{ run_hooks(pre_hooks) }}
     {%- do kappa._fault_point('before_write') -%}
 
-    {%- if full_refresh and delta -%}
-        {#- Delta: `create or replace table`, one atomic commit (a run killed mid-write leaves
-            the old table), and a new version of the table, whose history stays readable
-            (time travel). A table of another format (built before the switch) is dropped
-            first: Delta replaces only Delta tables. -#}
-        {%- if existing_relation is not none and not existing_relation.is_delta -%}
-            {% do adapter.drop_relation(existing_relation) %}
-        {%- endif -%}
-        {%- call statement('main') -%}
-            {{ create_table_as(false, this, compiled_code) }}
-        {%- endcall -%}
-        {{ log(model.name ~ ": rebuilt from ingestion batches 1.." ~ last_batch_id) }}
-    {%- elif full_refresh -%}
-        {#- built under a name of its own and renamed into place when complete: a run killed
-            mid-write leaves the old table and its ledger as they were (and a table that
-            _drop_build_leftovers drops), never files without a table, which would block the
-            next create -#}
-        {%- set build_relation = this.incorporate(path={
-            'identifier': this.identifier ~ '__kappa_build_' ~ invocation_id.replace('-', '')[:12]
-        }, type='table') -%}
-        {%- call statement('main') -%}
-            {{ create_table_as(false, build_relation, compiled_code) }}
-        {%- endcall -%}
-        {%- if existing_relation is not none and existing_relation.is_delta -%}
-            {#- a Delta table, built before a switch back to parquet: Spark's DROP TABLE looks
-                up the table's provider, which a session without Delta's jars lacks, unless it
-                runs as the v1 command, which drops the table and its files by name. (Left on
-                for the rest of the session, as models run in parallel threads: for the session
-                catalog's parquet tables the v1 commands do what the v2 ones do.) -#}
-            {%- call statement('v1_commands') -%} set spark.sql.legacy.useV1Command = true {%- endcall -%}
-            {% do adapter.drop_relation(existing_relation) %}
-        {%- elif existing_relation is not none -%}
-            {% do adapter.drop_relation(existing_relation) %}
-        {%- endif -%}
-        {% do adapter.rename_relation(build_relation, this.incorporate(type='table')) %}
-        {{ log(model.name ~ ": rebuilt from ingestion batches 1.." ~ last_batch_id) }}
+    {#- the write: one strategy per case (write/) -#}
+    {%- if full_refresh -%}
+        {%- do kappa._rebuild(existing_relation, last_batch_id) -%}
     {%- elif first_batch_id > last_batch_id -%}
-        {#- nothing to write: dbt's noop_statement gives the run its result without a statement
-            to Spark (the run's target/run file holds the comment) -#}
-        {%- call noop_statement('main', 'up to date through ingestion batch ' ~ last_batch_id) -%}
-            -- up to date through ingestion batch {{ last_batch_id }}: nothing to write
-        {%- endcall -%}
-    {%- elif mode == 'batches' and delta -%}
-        {#- Delta: the new batches' rows replace whatever the table holds for those batches, in
-            one atomic commit (Delta checks that every row written is in the range) -#}
-        {%- set columns = table_columns | map(attribute='quoted') | join(', ') -%}
-        {%- call statement('main') -%}
-            insert into {{ this }}
-            replace where {{ kappa._batch_column() }} between {{ first_batch_id }} and {{ last_batch_id }}
-            select {{ columns }}
-            from (
-                {{ compiled_code }}
-            ) as model_rows
-        {%- endcall -%}
-        {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id) }}
+        {%- do kappa._write_nothing('up to date through ingestion batch ' ~ last_batch_id) -%}
     {%- elif mode == 'batches' -%}
-        {#- the new batches' partitions overwritten with the model's rows (dynamic partition
-            overwrite: the other batches stay), selected straight from the model's query in the
-            table's column order (partition columns last): no temporary view of the new rows
-            and no second describe of the table, as dbt-spark's insert_overwrite strategy would
-            issue (two statements of the six a batch model's run took) -#}
-        {%- call statement('set_dynamic_overwrite') -%}
-            set spark.sql.sources.partitionOverwriteMode = DYNAMIC
-        {%- endcall -%}
-        {%- set columns = table_columns | map(attribute='quoted') | join(', ') -%}
-        {%- call statement('main') -%}
-            insert overwrite table {{ this }}
-            {{ partition_cols(label="partition") }}
-            select {{ columns }}
-            from (
-                {{ compiled_code }}
-            ) as model_rows
-        {%- endcall -%}
-        {{ log(model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id) }}
+        {%- do kappa._write_batches(table_columns, first_batch_id, last_batch_id) -%}
     {%- elif partitions | length == 0 -%}
-        {%- call noop_statement('main', 'ingestion batches ' ~ first_batch_id ~ '..' ~ last_batch_id ~ ' touch none of its partitions') -%}
-            -- ingestion batches {{ first_batch_id }}..{{ last_batch_id }} touch none of its partitions: nothing to write
-        {%- endcall -%}
+        {%- do kappa._write_nothing(
+            'ingestion batches ' ~ first_batch_id ~ '..' ~ last_batch_id ~ ' touch none of its partitions'
+        ) -%}
     {%- else -%}
-        {%- set written = kappa._write_partitions(existing_relation, partitions, table_columns) -%}
-        {%- set recomputed = model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id ~ " recomputed "
-            ~ (partitions | length ~ " day(s), " ~ partitions[0] ~ ".." ~ partitions[-1] if mode == 'days'
-               else partitions | length ~ " of " ~ var('kappa_key_buckets', 16) ~ " key bucket(s)") -%}
-        {{ log(recomputed) }}
-        {#- reported at the run's end, with the rows those partitions then hold (_report_recomputed) -#}
-        {%- do kappa._run_state()['recomputed'].append({
-            'line': this.schema ~ "." ~ recomputed,
-            'rows': "select count(*) as written from " ~ this ~ " where " ~ written,
-        }) -%}
+        {%- do kappa._write_recomputed(
+            existing_relation, partitions, table_columns, mode, first_batch_id, last_batch_id
+        ) -%}
     {%- endif -%}
 
     {%- do kappa._fault_point('after_write') -%}

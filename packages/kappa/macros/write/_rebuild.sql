@@ -1,0 +1,40 @@
+{% macro _rebuild(existing_relation, last_batch_id) %}
+    {#- A full refresh (or a first build): the model's whole table from every batch, written so
+        that a run killed mid-write leaves the old table as it was.
+
+        - Delta: `create or replace table`, one atomic commit, and a new version of the table,
+          whose history stays readable (time travel). A table of another format (built before
+          the switch) is dropped first: Delta replaces only Delta tables.
+        - Parquet: built under a name of its own (`<model>__kappa_build_<run>`) and renamed into
+          place when complete: a kill mid-write leaves the old table and its ledger (and a
+          table that _drop_build_leftovers drops), never files without a table, which would
+          block the next create. -#}
+    {%- if config.get('file_format') == 'delta' -%}
+        {%- if existing_relation is not none and not existing_relation.is_delta -%}
+            {% do adapter.drop_relation(existing_relation) %}
+        {%- endif -%}
+        {%- call statement('main') -%}
+            {{ create_table_as(false, this, compiled_code) }}
+        {%- endcall -%}
+    {%- else -%}
+        {%- set build_relation = this.incorporate(path={
+            'identifier': this.identifier ~ '__kappa_build_' ~ invocation_id.replace('-', '')[:12]
+        }, type='table') -%}
+        {%- call statement('main') -%}
+            {{ create_table_as(false, build_relation, compiled_code) }}
+        {%- endcall -%}
+        {%- if existing_relation is not none and existing_relation.is_delta -%}
+            {#- a Delta table, built before a switch back to parquet: Spark's DROP TABLE looks
+                up the table's provider, which a session without Delta's jars lacks, unless it
+                runs as the v1 command, which drops the table and its files by name. (Left on
+                for the rest of the session, as models run in parallel threads: for the session
+                catalog's parquet tables the v1 commands do what the v2 ones do.) -#}
+            {%- call statement('v1_commands') -%} set spark.sql.legacy.useV1Command = true {%- endcall -%}
+            {% do adapter.drop_relation(existing_relation) %}
+        {%- elif existing_relation is not none -%}
+            {% do adapter.drop_relation(existing_relation) %}
+        {%- endif -%}
+        {% do adapter.rename_relation(build_relation, this.incorporate(type='table')) %}
+    {%- endif -%}
+    {{ log(model.name ~ ": rebuilt from ingestion batches 1.." ~ last_batch_id) }}
+{% endmacro %}
