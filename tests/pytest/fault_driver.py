@@ -81,7 +81,7 @@ def main() -> int:
             item.node.name for item in incremental.results if item.node.resource_type == "model"
         )
         _say("incremental run done")
-        beside = project.to(project.destination.elsewhere(f"{schema}_full", project.raw_schema))
+        beside = project.elsewhere(f"{schema}_full", project.raw_schema)
         build = ("build", *selected, "--quiet", "--exclude-resource-type", "unit_test")
         full = beside.invoke(*build, "--full-refresh", tolerate_failures=True)
         failed = [

@@ -214,7 +214,7 @@ def test_a_changed_column_stops_an_incremental_run_on_delta_too(delta_proof, spa
     # to the model was left out without a word; now the run stops and writes no version
     schema, model = f"verify_{SEED}_incremental", "stg_orders__order_events"
     proof = delta_proof.project
-    project = proof.to(proof.destination.elsewhere(schema, f"verify_{SEED}_raw"))
+    project = proof.elsewhere(schema, f"verify_{SEED}_raw")
     path = project.root / "models" / "staging" / "orders" / f"{model}.sql"
 
     def run() -> dict:
@@ -254,7 +254,7 @@ def format_switch(spark, project_copy, tmp_path_factory):
     build's summary, the formats after the second, the tests `dbt ls` names and the docs'
     catalog (generated into a target path of its own: the project copy's is the sample's)."""
     parquet, delta = (
-        project.to(project.destination.elsewhere("delta_switch", "delta_switch_raw"))
+        project.elsewhere("delta_switch", "delta_switch_raw")
         for project in (
             DbtProject(root=project_copy, profiles_dir=project_copy),
             DbtProject(root=project_copy, target=TARGET, profiles_dir=project_copy),

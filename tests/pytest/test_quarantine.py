@@ -47,7 +47,7 @@ def staged(spark, project_copy, tmp_path_factory):
         deliver(log_dir, landing, [batch])
         ingest(spark, landing, f"{SCHEMA}_raw", progress=lambda message: None)
     project = DbtProject(root=project_copy, profiles_dir=project_copy)
-    project = project.to(project.destination.elsewhere(SCHEMA, f"{SCHEMA}_raw"))
+    project = project.elsewhere(SCHEMA, f"{SCHEMA}_raw")
     project.invoke(
         "build", "--select", "staging", "--indirect-selection", "cautious",
         "--exclude-resource-type", "unit_test",
@@ -156,7 +156,7 @@ def _stage_files(spark, project_copy, schema, files, log_streams=None) -> list:
     ingest(spark, landing, f"{schema}_raw", progress=lambda message: None)
     dbt_vars = {} if log_streams is None else {"log_streams": log_streams}
     project = DbtProject(root=project_copy, profiles_dir=project_copy)
-    project = project.to(project.destination.elsewhere(schema, f"{schema}_raw"))
+    project = project.elsewhere(schema, f"{schema}_raw")
     project.invoke("run", "--select", "stg_web__event_deliveries", "--quiet", dbt_vars=dbt_vars)
     return spark.sql(
         "select _source_file, log_offset, event_id, event_type, "

@@ -138,7 +138,7 @@ def test_seeds_never_replace_an_ingested_log(built_project, spark):
 
 def test_the_whole_dag_builds_from_the_seeds_alone(built_project, spark):
     project = built_project.dbt
-    seeded = project.to(project.destination.elsewhere("kappa_shop_seeded", "kappa_shop_seeded_raw"))
+    seeded = project.elsewhere("kappa_shop_seeded", "kappa_shop_seeded_raw")
     summary = build(seeded, docs=False, log_source="seeds")
 
     lines = seed_lines(built_project.root)

@@ -132,7 +132,7 @@ def test_incremental_builds_equal_a_full_refresh(spark, project_copy, tmp_path):
         f"select cast({compacted_through} as bigint), 'incremental', current_timestamp(), "
         "array('2024-01-01'), cast(null as string)"
     )
-    proof_tables = project.to(project.destination.elsewhere(schema, f"verify_{seed}_raw"))
+    proof_tables = project.elsewhere(schema, f"verify_{seed}_raw")
     proof_tables.invoke(
         "run", "--select", "orders_daily", dbt_vars={"kappa_ledger_compact_after": 1}
     )
@@ -407,7 +407,7 @@ def test_a_gap_in_the_ingestion_receipts_stops_the_build(spark, project_copy, tm
         "alter table gap_test_raw.raw_ingestion_batches drop partition (ingestion_batch_id = 2)"
     )
     project = DbtProject(root=project_copy, profiles_dir=project_copy)
-    project = project.to(project.destination.elsewhere("gap_test", "gap_test_raw"))
+    project = project.elsewhere("gap_test", "gap_test_raw")
 
     with pytest.raises(KappaShopError):
         project.invoke("run", "--select", "stg_web__event_deliveries")

@@ -450,7 +450,7 @@ class _Recorder:
         whenever its vars or schema change; that parse happens before and after, outside
         every measured step."""
         raw = raw_schema or self.project.raw_schema
-        there = self.project.to(self.project.destination.elsewhere(self.schema + suffix, raw))
+        there = self.project.elsewhere(self.schema + suffix, raw)
         dbt_vars = {**self.dbt_vars, **variables}
         try:
             there.invoke("parse", "--quiet", dbt_vars=dbt_vars)

@@ -65,8 +65,7 @@ def run(arguments: argparse.Namespace) -> int:
 
     project = open_project(arguments)
     check_schema_name(arguments.schema, project.target_name)
-    destination = project.destination
-    project = project.to(destination.elsewhere(arguments.schema, f"{arguments.schema}_raw"))
+    project = project.elsewhere(arguments.schema, f"{arguments.schema}_raw")
     work_dir = (arguments.work_dir or project.root / "data" / "bench").resolve()
     if arguments.successive:
         report = run_successive(

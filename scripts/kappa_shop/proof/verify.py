@@ -383,10 +383,8 @@ class _Builds:
 
     def __init__(self, project: DbtProject, config: VerifyConfig, log: _Log) -> None:
         self.config = config
-        self.incremental = project.to(
-            project.destination.elsewhere(log.incremental_schema, log.raw_schema)
-        )
-        self.full = project.to(project.destination.elsewhere(log.full_schema, log.raw_schema))
+        self.incremental = project.elsewhere(log.incremental_schema, log.raw_schema)
+        self.full = project.elsewhere(log.full_schema, log.raw_schema)
         self.dbt_vars = {"kappa_ledger_compact_after": PROOF_COMPACT_AFTER, **config.dbt_vars}
         # the proof stands on its own: unit tests (which run in every ordinary `dbt build`)
         # are left out, so a bug they would catch must show up here as a difference

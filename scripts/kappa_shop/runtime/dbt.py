@@ -82,6 +82,10 @@ class DbtProject:
         other._warehouse = self._warehouse
         return other
 
+    def elsewhere(self, schema: str, raw_schema: str) -> DbtProject:
+        """The same project and target built into `schema` itself, reading `raw_schema`."""
+        return self.to(self.destination.elsewhere(schema, raw_schema))
+
     @property
     def target_name(self) -> str:
         """The target in use."""
