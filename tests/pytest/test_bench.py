@@ -7,6 +7,11 @@ itself makes).
 `--successive` (incremental runs one after another in one JVM) likewise, in a schema of its
 own on the same log.
 
+Both on a selection of the models (`--select`): the key models users_current (built on the
+key model users_history) and orders_current, and what the benchmark always builds (sessions,
+orders_daily, page_views), each with everything it is built from: every mode of the contract,
+in half the time of all 35 models. That every model equals a full refresh is test_verify's.
+
 The figures at a real scale are a benchmark's business (`make bench`, docs/benchmarks.md),
 not a test's: here only that they exist and add up."""
 
@@ -30,6 +35,7 @@ from kappa_shop.log.config import MAX_FIRST_OFFSET
 from kappa_shop.log.generator import generate
 
 EVENTS = 10_000
+SELECT = ["+users_current", "+orders_current"]
 STEPS = [
     "generate",
     "ingest base",
@@ -89,7 +95,7 @@ def _bench_in_process(
     every model. Put back afterwards: the schema it sets, and the session without the
     temporary view dbt-spark's incremental materialization leaves (the microbatch baseline's
     `__dbt_tmp`, which `show tables` would list in every schema)."""
-    from kappa_shop.bench.runner import _Recorder
+    from kappa_shop.bench.recorder import Recorder
 
     printed, errors = io.StringIO(), io.StringIO()
     views_before = _temporary_views(spark)
@@ -97,16 +103,16 @@ def _bench_in_process(
         patch.setenv("DBT_LOG_PATH", str(work / "dbt-logs"))
         patch.setenv("KAPPA_SHOP_SCHEMA", "unused")  # (restored: bench sets its own)
         if before_checks is not None:
-            check_every_model = _Recorder.check_every_model
+            check_every_model = Recorder.check_every_model
 
             def seeded(recorder: Any, point: str, suffix: str = "", raw_schema: str = "") -> None:
                 before_checks(recorder.schema + suffix)
                 check_every_model(recorder, point, suffix, raw_schema)
 
-            patch.setattr(_Recorder, "check_every_model", seeded)
+            patch.setattr(Recorder, "check_every_model", seeded)
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(errors):
             returned = main(["bench", "--events", str(EVENTS), "--work-dir", str(work / "out"),
-                             *arguments])  # fmt: skip
+                             "--select", *SELECT, *arguments])  # fmt: skip
     for view in _temporary_views(spark) - views_before:
         spark.catalog.dropTempView(view)
     assert returned == status, printed.getvalue()[-4000:] + errors.getvalue()[-2000:]
@@ -119,6 +125,24 @@ def bench(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     stdout, _ = _bench_in_process(spark, work)
     report = json.loads((work / "out" / f"bench-{_events(work)}.json").read_text())
     return work, stdout, report
+
+
+def _selected_models(project_copy: Path) -> list[str]:
+    """The models of SELECT and the benchmark's own (sessions, orders_daily, page_views), with
+    every model each is built from, read from dbt's manifest: what the benchmark must build."""
+    manifest = json.loads((project_copy / "target" / "manifest.json").read_text())
+    nodes = {
+        key: node for key, node in manifest["nodes"].items() if node["resource_type"] == "model"
+    }
+    names = ("users_current", "orders_current", "sessions", "orders_daily", "page_views")
+    wanted = [f"model.kappa_shop.{name}" for name in names]
+    selected: set[str] = set()
+    while wanted:
+        key = wanted.pop()
+        if key in nodes and key not in selected:
+            selected.add(key)
+            wanted.extend(nodes[key]["depends_on"]["nodes"])
+    return sorted(nodes[key]["name"] for key in selected)
 
 
 def _events(work):
@@ -168,6 +192,24 @@ def test_ingestion_alone_is_measured_in_a_process_with_a_small_driver(bench):
     assert 300 < alone["peak_rss_mib"] < 2500, alone
 
 
+def test_the_selected_models_and_no_other_are_benchmarked(bench, project_copy):
+    _, stdout, report = bench
+    expected = _selected_models(project_copy)
+    assert report["selection"] == [*SELECT, "+orders_daily", "+page_views", "+sessions"]
+    heading = f"models: {' '.join(report['selection'])})"
+    assert any(
+        line.startswith("Benchmark at") and line.endswith(heading) for line in stdout.splitlines()
+    )
+    for step in report["steps"]:
+        if step["models"] and "baselines" not in step["name"]:
+            assert sorted(step["models"]) == expected, step["name"]
+    # the selection holds each mode: batches (staging), days, keys, a key model on a key model
+    assert {"stg_orders__order_events", "sessions", "users_history", "users_current"} <= set(
+        expected
+    )
+    assert "shop_metrics_per_day" not in expected and len(expected) < 25
+
+
 def test_the_baselines_compute_the_same_tables(bench):
     _, _, report = bench
     assert set(report["checks"]) == {
@@ -181,7 +223,6 @@ def test_the_baselines_compute_the_same_tables(bench):
         assert result.startswith("equal (") and not result.startswith("equal (0 "), name
     # the plain tables: every model of the project's full refresh, compared one by one
     models = next(step for step in report["steps"] if step["name"] == "full refresh")["models"]
-    assert len(models) > 30
     assert report["checks"]["plain dbt tables equal the contract's full refresh"].startswith(
         f"equal ({len(models)} models, "
     )
@@ -310,25 +351,32 @@ def test_the_steps_are_one_percent_each_and_the_second_is_partly_late(bench, tmp
     )
 
 
-def test_one_fixed_batch_is_applied_to_the_history_and_to_a_tenth_of_it(bench, spark):
-    _, stdout, report = bench
+def test_one_fixed_batch_is_applied_to_the_history_and_to_a_tenth_of_it(bench, spark, project_copy):
+    work, stdout, report = bench
     records = report["records"]
     total = records["base"] + records["plus_1pct"] + records["plus_1pct_late"]
     assert 0.08 < records["tenth_history"] / total < 0.12
     assert 950 <= records["fixed_batch"] < 1_100  # about 1,000 events (the least), redeliveries
     # the same records, past every offset of both histories, staged in both schemas, and in
-    # the full refreshes each was checked against after the batch
+    # the full refreshes each was checked against after the batch: each selected stream's
+    # records of the batch, as the generator's manifest counts them
+    batch = json.loads((work / "out" / f"batch-{EVENTS}-7" / "manifest.json").read_text())
+    by_stream = {stream: counts["records"] for stream, counts in batch["by_topic"].items()}
+    assert sum(by_stream.values()) == records["fixed_batch"]
     streams = yaml.safe_load((REPO_ROOT / "dbt_project.yml").read_text())["vars"]["log_streams"]
+    selected = set(_selected_models(project_copy))
+    staged_streams = {
+        name: stream for name, stream in streams.items() if stream["deliveries_model"] in selected
+    }
+    assert len(staged_streams) >= 3, staged_streams  # web events, orders, users at least
     for schema in ("kappa_shop_bench", "kappa_shop_bench_tenth", "kappa_shop_bench_plain",
                    "kappa_shop_bench_tenth_plain"):  # fmt: skip
-        staged = sum(
-            spark.sql(
+        for name, stream in staged_streams.items():
+            staged = spark.sql(
                 f"select count(*) from {schema}.{stream['deliveries_model']} "
                 f"where log_offset >= {MAX_FIRST_OFFSET}"
             ).first()[0]
-            for stream in streams.values()
-        )
-        assert staged == records["fixed_batch"], schema
+            assert staged == by_stream[name], (schema, name)
     steps = {step["name"]: step for step in report["steps"]}
     for name in (
         "the fixed batch on the whole history",

@@ -31,6 +31,10 @@ LOOKBACK_MODELS = {
     "sessions": "bench_sessions_lookback",
 }
 BASELINE_MODELS = (MICROBATCH_MODEL, *LOOKBACK_MODELS.values())
+# what the benchmark's own steps build whatever `--select` says: the day models with a lookback
+# baseline (orders_daily also the backfill's, sessions and orders_daily the hand-written job's)
+# and everything they are built from
+ALWAYS_SELECTED = tuple(f"+{model}" for model in LOOKBACK_MODELS)
 BASELINE_VARS = {"kappa_bench_baselines": True}
 # the fair floor: the project's models built as plain dbt tables, in a schema of their own
 PLAIN_VARS = {"kappa_bench_plain_tables": True}
@@ -132,3 +136,11 @@ def _take_last(
         group.insert(0, number)
         taken += batches[number]
     return group
+
+
+def bench_selection(select: list[str] | None) -> list[str]:
+    """The dbt selection a benchmark builds: nothing (every model of the project) when
+    `select` is empty, else `select` with what its own steps need (ALWAYS_SELECTED)."""
+    if not select:
+        return []
+    return [*select, *(needed for needed in ALWAYS_SELECTED if needed not in select)]

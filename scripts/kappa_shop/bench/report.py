@@ -45,6 +45,8 @@ class BenchReport:
     records: dict[str, int]
     machine: dict[str, str]
     steps: list[Step] = field(default_factory=list)
+    # the dbt selection of the project's models it built (`--select`); empty: every model
+    selection: list[str] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)
     # per check of every model against a full refresh (bench_checks): the models it compared
     compared: dict[str, list[str]] = field(default_factory=dict)
@@ -169,7 +171,8 @@ def _step_table(report: BenchReport) -> list[str]:
     lines = [
         f"Benchmark at {report.events:,} events ({report.machine['cpus']} cores, "
         f"{report.machine['memory_gib']} GiB, PySpark {report.machine['pyspark']}, "
-        f"target {report.machine['target']})",
+        f"target {report.machine['target']}"
+        + (f"; models: {' '.join(report.selection)})" if report.selection else ")"),
         "",
         "| step | wall time (s) | CPU time (s) | cores busy | JIT compiling (s) "
         "| peak memory (MiB) | what |",

@@ -55,6 +55,15 @@ def register(commands: Subcommands) -> None:
         "full refresh of the rest of the on-time log, instead of the standard steps "
         "(results: bench-successive-<events>.md)",
     )
+    bench.add_argument(
+        "--select",
+        nargs="+",
+        metavar="MODEL",
+        default=None,
+        help="benchmark these models only, in dbt's selection syntax (write +model to build "
+        "what it is built from too); sessions, orders_daily, page_views and their parents "
+        "are always built, for the steps that compare them (default: every model)",
+    )
     bench.set_defaults(handler=run)
 
 
@@ -69,11 +78,18 @@ def run(arguments: argparse.Namespace) -> int:
     work_dir = (arguments.work_dir or project.root / "data" / "bench").resolve()
     if arguments.successive:
         report = run_successive(
-            project, arguments.events, work_dir, arguments.successive, seed=arguments.seed
+            project,
+            arguments.events,
+            work_dir,
+            arguments.successive,
+            seed=arguments.seed,
+            select=arguments.select,
         )
         print(format_successive(report))
     else:
-        report = run_bench(project, arguments.events, work_dir, seed=arguments.seed)
+        report = run_bench(
+            project, arguments.events, work_dir, seed=arguments.seed, select=arguments.select
+        )
         print(format_report(report))
     for path in write_results(report, work_dir):
         print(f"Wrote {path}")
