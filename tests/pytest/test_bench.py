@@ -438,7 +438,7 @@ def test_each_dbt_run_reads_the_ledger_once(bench):
     # full refresh and the fixed batch's run on a tenth of the history, and its plain tables
     assert runs == 18
     ledger = (
-        r"from kappa_shop_bench{}\.kappa_consumed_batches\s+\) as kappa_ledger_coverage\s+"
+        r"from kappa_shop_bench{}\.kappa_batch_ledger\s+\) as kappa_ledger_coverage\s+"
         r"(--[^\n]*\s+)?where not covered\s+group by model_name"
     )
     assert len(re.findall(ledger.format(""), log)) == 12

@@ -179,7 +179,7 @@ def test_ledger_compaction_limits_are_spread_over_the_models(spark, project_copy
 # tested as `this`), compiling differently in a full refresh, or naming a table by hand
 # instead of through ref() or source()
 RUN_DEPENDENT = re.compile(
-    r"kappa_consumed_batches|kappa_run_lock|is_incremental|full_refresh|FULL_REFRESH"
+    r"kappa_batch_ledger|kappa_consumed_batches|kappa_run_lock|is_incremental|full_refresh|FULL_REFRESH"
     r"|\{\{\s*this\b|target\.schema|run_started_at|invocation_id"
     r"|\b(from|join)\s+[\w{}]+\.\w+",
     re.IGNORECASE,
@@ -203,7 +203,7 @@ def test_data_tests_read_only_what_a_full_refresh_and_the_diff_cover():
     }
     assert found == {}, found
     # (and the pattern does catch such a test)
-    assert RUN_DEPENDENT.search("select * from {{ target.schema }}.kappa_consumed_batches")
+    assert RUN_DEPENDENT.search("select * from {{ target.schema }}.kappa_batch_ledger")
     assert RUN_DEPENDENT.search("{% if is_incremental() %}")
     assert not RUN_DEPENDENT.search("from {{ ref('sessions') }} as s join stg on s.id = stg.id")
 
@@ -413,4 +413,4 @@ def test_a_gap_in_the_ingestion_receipts_stops_the_build(spark, project_copy, tm
         project.invoke("run", "--select", "stg_web__event_deliveries")
 
     results = (project_copy / "target" / "run_results.json").read_text()
-    assert "have a gap: batches 2 are missing" in results
+    assert "have a gap: batch 2 is missing" in results

@@ -6,5 +6,7 @@ these are the names the macros use."""
 
 from __future__ import annotations
 
-LEDGER_TABLE = "kappa_consumed_batches"
+LEDGER_TABLE = "kappa_batch_ledger"
+# the ledger's name in versions of the package before 2026-12-05; its first run renames it
+EARLIER_LEDGER_TABLE = "kappa_consumed_batches"
 RUN_LOCK_TABLE = "kappa_run_lock"

@@ -37,13 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.runtime.contract import LEDGER_TABLE, RUN_LOCK_TABLE
+from kappa_shop.runtime.contract import EARLIER_LEDGER_TABLE, LEDGER_TABLE, RUN_LOCK_TABLE
 from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.warehouse import Warehouse, schema_exists, table_names
 
 REGISTRY = "kappa_versions"
 # what the contract keeps in a schema it builds into: never served, never a reason to refuse
-BOOKKEEPING = (LEDGER_TABLE, RUN_LOCK_TABLE, REGISTRY)
+BOOKKEEPING = (LEDGER_TABLE, EARLIER_LEDGER_TABLE, RUN_LOCK_TABLE, REGISTRY)
 EVENTS = ("building", "built", "failed", "switching", "switched", "dropped")
 FAULT_POINT = "KAPPA_SHOP_FAULT_POINT"
 FIRST_BUILD = "first build"
@@ -401,14 +401,18 @@ def consumed_through(
 ) -> int | None:
     """The newest ingestion batch every one of `models` has consumed (its ledger in
     `schema`), or None when one of them has consumed nothing. With `present_only`, of those
-    of `models` the ledger knows (another version's models: some may be new)."""
-    if not models or not _has_table(warehouse, schema, LEDGER_TABLE):
+    of `models` the ledger knows (another version's models: some may be new). A ledger
+    under its earlier name (a version built by an earlier package, not run since) is read
+    as well."""
+    names = (LEDGER_TABLE, EARLIER_LEDGER_TABLE)
+    ledger = next((name for name in names if _has_table(warehouse, schema, name)), None)
+    if not models or ledger is None:
         return None
     listed = ", ".join(_literal(model) for model in models)
     row = warehouse.sql(
         f"select count(*) as models, min(last_batch_id) as through from ("
         f"select model_name, max(last_batch_id) as last_batch_id "
-        f"from {schema}.{LEDGER_TABLE} where model_name in ({listed}) "
+        f"from {schema}.{ledger} where model_name in ({listed}) "
         "group by model_name)"
     )[0]
     complete = int(row["models"]) == len(models) or (present_only and int(row["models"]) > 0)

@@ -275,7 +275,7 @@ def check_ledger(schema: str, limit: int = LEDGER_COMPACT_AFTER) -> None:
     kappa_ledger_compact_after at `limit`, every model's limit is the var itself)."""
     ranges: dict[str, list[tuple[int, int]]] = {}
     for model, first, last in rows(
-        f"select model_name, first_batch_id, last_batch_id from {schema}.kappa_consumed_batches"
+        f"select model_name, first_batch_id, last_batch_id from {schema}.kappa_batch_ledger"
     ):
         ranges.setdefault(model, []).append((first, last))
     for model, runs in ranges.items():
@@ -398,7 +398,7 @@ def check_receipts(project: Project) -> None:
     read = rows(f"select distinct _ingestion_batch_id from {schema}.stg_events")
     require(read == [(1,)], Reason.WRONG_ROWS, f"a batch without its receipt was read: {read}")
     project.deliver([3], log_schema)  # receipts 1 and 3: batch 2 is missing
-    expect_failure(lambda: project.run(schema, log_schema), "have a gap", "batches 2 are missing")
+    expect_failure(lambda: project.run(schema, log_schema), "have a gap", "batch 2 is missing")
 
 
 def check_ledger_gap(project: Project) -> None:
@@ -412,7 +412,7 @@ def check_ledger_gap(project: Project) -> None:
         project.deliver(arrivals, log_schema)
         project.run(schema, log_schema, *select)
     spark().sql(
-        f"alter table {schema}.kappa_consumed_batches"
+        f"alter table {schema}.kappa_batch_ledger"
         " drop partition (model_name = 'stg_events', first_batch_id = 1)"
     )
     expect_failure(
@@ -444,16 +444,19 @@ def check_column_change(project: Project) -> None:
 
 
 def check_no_model_statements(project: Project, log_schema: str) -> None:
-    """The last command, a run with nothing new, sent one statement from its models: the
-    run's one read of the log's receipts (_ingested_through, in whichever model asks first)."""
+    """The last command, a run with nothing new, sent two statements from its models, both
+    once per run (_ingested_through, in whichever model asks first): the receipts table found
+    by name (_receipts_relation), and the one read of the log's receipts."""
     sent = [
         " ".join(sql.split()[-12:])
         for statements in project.model_statements().values()
         for sql in statements
     ]
-    assert len(sent) == 1 and sent[0].endswith(f"from {log_schema}.ingestion_batches"), (
-        "statements sent for models with nothing new: " + "; ".join(sent)
-    )
+    assert (
+        len(sent) == 2
+        and sent[0].endswith(f"show tables in {log_schema} like 'ingestion_batches'")
+        and sent[1].endswith(f"from {log_schema}.ingestion_batches")
+    ), "statements sent for models with nothing new: " + "; ".join(sent)
 
 
 def check_nothing_new(project: Project) -> None:
@@ -479,19 +482,25 @@ def check_nothing_new(project: Project) -> None:
     }
     assert messages == {model: "up to date through ingestion batch 2" for model in MODELS}
 
-    # the ledger as an earlier version of the package created it: no sql_fingerprint
-    ledger = f"{schema}.kappa_consumed_batches"
+    # the ledger as an earlier version of the package created it: under its earlier name,
+    # kappa_consumed_batches, and without sql_fingerprint
+    ledger, earlier = f"{schema}.kappa_batch_ledger", f"{schema}.kappa_consumed_batches"
     spark().sql(
-        f"create table {ledger}_earlier using parquet partitioned by (model_name, first_batch_id)"
+        f"create table {earlier} using parquet partitioned by (model_name, first_batch_id)"
         " as select last_batch_id, refresh_mode, recorded_at, recomputed_partitions,"
         f" model_name, first_batch_id from {ledger}"
     )
     spark().sql(f"drop table {ledger}")
-    spark().sql(f"alter table {ledger}_earlier rename to {ledger}")
-    recorded = rows(f"select model_name, first_batch_id, last_batch_id from {ledger}")
+    recorded = rows(f"select model_name, first_batch_id, last_batch_id from {earlier}")
     project.deliver([5], log_schema)
     project.run(schema, log_schema)
+    assert (
+        f"Renamed the batch ledger of {schema} from kappa_consumed_batches to kappa_batch_ledger"
+        in project.logged
+    )
     assert f"Added sql_fingerprint string to the batch ledger of {schema}" in project.logged
+    tables = {row.tableName for row in spark().sql(f"show tables in {schema}").collect()}
+    assert "kappa_batch_ledger" in tables and "kappa_consumed_batches" not in tables
     assert set(project.model_statements()) == set(MODELS)  # each recorded batch 3
     # the earlier rows kept, with a null fingerprint; each model's new row has one
     unfingerprinted = f"select model_name, first_batch_id, last_batch_id from {ledger}"
@@ -556,7 +565,7 @@ def check_models_elsewhere(project: Project) -> None:
         else set()
     )
     require(
-        not kept & {"kappa_consumed_batches", "kappa_run_lock", *MODELS},
+        not kept & {"kappa_batch_ledger", "kappa_run_lock", *MODELS},
         Reason.WRONG_ROWS,
         f"the target schema {home} holds {sorted(kept)}; everything belongs in {elsewhere}",
     )
@@ -691,7 +700,7 @@ def check_recomputed_report(project: Project) -> None:
     project.run(schema, log_schema)
     report = project.report()
     for model, recomputed, rows in (
-        ("daily_totals", "1 day(s), 2024-03-01..2024-03-01", 1),
+        ("daily_totals", "1 day(s), 2024-03-01", 1),
         ("rolling_hour", "2 day(s), 2024-03-01..2024-03-02", 10),
         ("user_state", "1 of 4 key bucket(s)", users_in_bucket),
         ("user_tiers", "1 of 4 key bucket(s)", users_in_bucket),

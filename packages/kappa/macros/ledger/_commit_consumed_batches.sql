@@ -13,9 +13,7 @@
         {%- for schema_name in pending.keys() | list | sort -%}
             {%- set rows = pending[schema_name] -%}
             {%- if rows | length > 0 -%}
-                {%- call statement('commit_consumed_batches') -%}
-                    {{ kappa._ledger_insert(schema_name, rows) }}
-                {%- endcall -%}
+                {%- do kappa._write_ledger_rows('commit_consumed_batches', schema_name, rows) -%}
                 {{ log("Committed " ~ rows | length ~ " model run(s) to the ledger of " ~ schema_name) }}
             {%- endif -%}
         {%- endfor -%}

@@ -88,9 +88,7 @@
                 {%- endfor -%}
             {%- endfor -%}
             {%- if compacted | length > 0 -%}
-                {%- call statement('compact_batch_ledger') -%}
-                    {{ kappa._ledger_insert(schema_name, compacted) }}
-                {%- endcall -%}
+                {%- do kappa._write_ledger_rows('compact_batch_ledger', schema_name, compacted) -%}
             {%- endif -%}
             {%- if dropped | length > 0 -%}
                 {%- call statement('drop_compacted_rows') -%}

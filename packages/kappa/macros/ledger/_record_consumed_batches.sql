@@ -34,9 +34,9 @@
         } %}
         {% if full_refresh %}
             {#- (the model's name a static partition value: see _ledger_insert) -#}
-            {% call statement('record_consumed_batches') %}
-                {{ kappa._ledger_insert(relation.schema, [row], model_name=relation.identifier) }}
-            {% endcall %}
+            {% do kappa._write_ledger_rows(
+                'record_consumed_batches', relation.schema, [row], model_name=relation.identifier
+            ) %}
         {% else %}
             {% do kappa._run_state()['pending_ledger_rows'].setdefault(relation.schema, []).append(row) %}
         {% endif %}

@@ -13,8 +13,7 @@
     {% endif %}
     {#- the receipts: a dbt source (var `kappa_receipts`, [source name, table name]) with one
         row per ingestion batch, its id in column `ingestion_batch_id` -#}
-    {% set receipts_source = var('kappa_receipts', ['ingestion', 'batches']) %}
-    {% set receipts = source(receipts_source[0], receipts_source[1]) %}
+    {% set receipts = kappa._receipts_relation() %}
     {% set query %}
         select
             count(*) as batches,
@@ -31,11 +30,15 @@
             limit 20
         {% endset %}
         {% set missing = run_query(missing_query).columns[0].values() | list %}
+        {% set gap = ("batch " ~ missing[0] ~ " is") if missing | length == 1
+            else ("batches " ~ missing | join(', ') ~ " are") %}
         {% do exceptions.raise_compiler_error(
-            "The ingestion receipts in " ~ receipts ~ " have a gap: batches " ~ missing | join(', ')
-            ~ " are missing (receipts run from " ~ row['first_batch_id'] ~ " to "
-            ~ row['last_batch_id'] ~ "). Models consume batches in order and will not pass over a "
-            ~ "gap: re-ingest the missing batches, or rebuild raw tables and models from the log."
+            "The ingestion receipts in " ~ receipts ~ " have a gap: " ~ gap ~ " missing (receipts run"
+            ~ " from " ~ row['first_batch_id'] ~ " to " ~ row['last_batch_id'] ~ "). Models consume"
+            ~ " batches in order and will not pass over a gap, so no model consumed a batch: while"
+            ~ " the missing batches are still being ingested, retry after their receipts land (a"
+            ~ " scheduler can treat this error as 'not yet'); if they were lost, re-ingest them, or"
+            ~ " rebuild the raw tables and models from the log."
         ) %}
     {% endif %}
     {% do state.update({'ingested_through': row['last_batch_id'] | int}) %}

@@ -5,6 +5,7 @@
         the first day). The recomputed days are always every day from the first through the
         table's last, so nothing between them is left out. `false` when every day is
         recomputed (a full refresh sums from the beginning) and when none is. -#}
+    {{- kappa._require_mode('before_recomputed_days', 'days') -}}
     {%- call kappa._run_specific() %}
         {% set days = kappa._recomputed_days() %}
         {% if days is none or days | length == 0 %}

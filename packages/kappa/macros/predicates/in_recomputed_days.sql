@@ -11,6 +11,7 @@
         its event_time: its table is partitioned by the UTC day of that column, so the predicate
         also names the partitions those times lie in, and Spark reads only them (on the event
         time alone it opens every day's files of the table, a cost that grows with history). -#}
+    {{- kappa._require_mode('in_recomputed_days', 'days') -}}
     {%- call kappa._run_specific() %}
         {% set days = kappa._recomputed_days() %}
         {% if days is none %}
@@ -25,15 +26,7 @@
             {%- if parent is not none %}
                 {%- set partition_column = kappa._day_partition_column(parent, time_column) %}
             {%- endif %}
-            {%- set ranges = [] %}
-            {%- for day in days %}
-                {%- set this_day = modules.datetime.date.fromisoformat(day) %}
-                {%- if ranges | length > 0 and (this_day - ranges[-1][-1]).days == 1 %}
-                    {%- do ranges[-1].append(this_day) %}
-                {%- else %}
-                    {%- do ranges.append([this_day, this_day]) %}
-                {%- endif %}
-            {%- endfor %}
+            {%- set ranges = kappa._day_runs(days) %}
             (
             {%- for days_in_range in ranges %}
                 ({{ time_column }} >= timestamp '{{ days_in_range[0] }}' - interval {{ before }}

@@ -3,6 +3,7 @@
         this run recomputes (every row on a full refresh). Models whose inputs reach past their
         day (input_reach) compute partial rows for the neighbouring days; this keeps them out.
         The materialization applies the same filter to whatever the model returns. -#}
+    {{- kappa._require_mode('is_recomputed_day', 'days') -}}
     {%- call kappa._run_specific() %}
         {% set days = kappa._recomputed_days() %}
         {% if days is none %}

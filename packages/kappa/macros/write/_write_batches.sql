@@ -19,9 +19,7 @@
             ) as model_rows
         {%- endcall -%}
     {%- else -%}
-        {%- call statement('set_dynamic_overwrite') -%}
-            set spark.sql.sources.partitionOverwriteMode = DYNAMIC
-        {%- endcall -%}
+        {%- do kappa._dynamic_partition_overwrite() -%}
         {%- call statement('main') -%}
             insert overwrite table {{ this }}
             {{ partition_cols(label="partition") }}

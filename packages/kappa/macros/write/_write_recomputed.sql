@@ -3,8 +3,12 @@
         from the plan) replaced whole (_write_partitions), and noted for the line the run ends
         with, which says which and the rows they then hold (_report_recomputed). -#}
     {%- set written = kappa._write_partitions(existing_relation, partitions, table_columns) -%}
+    {%- set day_runs = [] -%}
+    {%- for first, last in (kappa._day_runs(partitions) if mode == 'days' else []) -%}
+        {%- do day_runs.append(first ~ (".." ~ last if last != first else "")) -%}
+    {%- endfor -%}
     {%- set recomputed = model.name ~ ": ingestion batches " ~ first_batch_id ~ ".." ~ last_batch_id ~ " recomputed "
-        ~ (partitions | length ~ " day(s), " ~ partitions[0] ~ ".." ~ partitions[-1] if mode == 'days'
+        ~ (partitions | length ~ " day(s), " ~ day_runs | join(", ") if mode == 'days'
            else partitions | length ~ " of " ~ var('kappa_key_buckets', 16) ~ " key bucket(s)") -%}
     {{ log(recomputed) }}
     {%- do kappa._run_state()['recomputed'].append({
