@@ -245,6 +245,59 @@ def test_a_file_removed_after_its_batch_listed_it_is_refused_in_one_line(spark, 
     assert spark.table(f"{schema}.raw_web_events").count() == 2
 
 
+def test_a_batch_replayed_after_a_kill_between_spark_s_two_logs_reads_its_own_files(
+    spark, tmp_path
+):
+    # Spark's file source logs a batch's files (sources/0/<n>) before the query logs the
+    # batch's offsets (offsets/<n>); a kill between the two leaves the files logged and the
+    # batch not. The replay then reads those files and the new ones as one batch, and from
+    # there on the two logs' numbers part: each batch's files (checked unchanged before its
+    # receipt) are found through the offsets log, never by the batch's own number
+    from kappa_shop.ingest.ingestion import checkpoint_dir
+    from kappa_shop.runtime.warehouse import SessionWarehouse
+
+    landing = tmp_path / "landing"
+    directory = landing / "topics" / "web_events" / "partition=0"
+    directory.mkdir(parents=True)
+    schema = "replayed_batch_raw"
+
+    def land(offset: int) -> str:
+        line = json.dumps({"topic": "web_events", "partition": 0, "offset": offset, "key": "u"})
+        (directory / f"web_events+0+{offset:012d}.jsonl").write_text(line + "\n")
+        return line
+
+    def ingested() -> list[int]:
+        report = ingest(spark, landing, schema, progress=lambda message: None)
+        return [batch.ingestion_batch_id for batch in report.batches]
+
+    lines = [land(0)]
+    assert ingested() == [1]
+    lines.append(land(1))
+    assert ingested() == [2]
+    # the state the kill leaves: batch 2's files logged by the source, nothing else of it
+    query = checkpoint_dir(SessionWarehouse(spark), schema) / "query"
+    for log in ("offsets", "commits"):
+        for name in ("1", ".1.crc"):  # (the query's batch 1 is ingestion batch 2)
+            (query / log / name).unlink()
+    spark.sql(f"alter table {schema}.raw_web_events drop partition (_ingestion_batch_id = 2)")
+    spark.sql(
+        f"alter table {schema}.raw_ingestion_batches drop partition (ingestion_batch_id = 2)"
+    )
+
+    lines.append(land(2))
+    assert ingested() == [2]  # the replay: the logged file and the new one
+    lines.append(land(3))
+    assert ingested() == [3]  # (read as batch 2's files by the source's numbering)
+    rows = spark.table(f"{schema}.raw_web_events").collect()
+    batches = {json.loads(row["raw_record"])["offset"]: row["_ingestion_batch_id"] for row in rows}
+    assert len(rows) == 4 and sorted(row["raw_record"] for row in rows) == sorted(lines)
+    assert batches == {0: 1, 1: 2, 2: 2, 3: 3}
+    receipts = spark.table(f"{schema}.raw_ingestion_batches").collect()
+    assert sorted((row["ingestion_batch_id"], row["landed_file_count"]) for row in receipts) == [
+        (1, 1), (2, 2), (3, 1)
+    ]  # fmt: skip
+
+
 def _ingest_command(project: Path, landing: Path, *extra: str) -> list[str]:
     return [
         sys.executable,

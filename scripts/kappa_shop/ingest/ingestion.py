@@ -269,7 +269,7 @@ def ingest(
         report = IngestionReport(raw_schema=raw_schema)
         failure: list[BaseException] = []
         kafka = isinstance(source, KafkaSource)
-        source_log = checkpoint / "query" / "sources" / "0"  # the file source's, in the checkpoint
+        query_checkpoint = checkpoint / "query"
 
         def write_batch(batch: Any, epoch_id: int) -> None:
             try:
@@ -283,7 +283,7 @@ def ingest(
                         progress,
                         pause_between_writes,
                         # the files the query assigned to this batch (a landing zone's)
-                        None if kafka else lambda: _files_of_batch(source_log, epoch_id),
+                        None if kafka else lambda: _files_of_batch(query_checkpoint, epoch_id),
                     )
                 )
             except BaseException as error:  # kept to re-raise without Spark's wrapping
@@ -296,7 +296,7 @@ def ingest(
             lines = _landed_lines(spark, topics_dir, max_files_per_batch)
         query = (
             lines.writeStream.foreachBatch(write_batch)
-            .option("checkpointLocation", str(checkpoint / "query"))
+            .option("checkpointLocation", str(query_checkpoint))
             .trigger(availableNow=True)
             .queryName(f"ingest_{raw_schema}")
             .start()
@@ -453,27 +453,60 @@ def _local_path(uri: str) -> Path:
     return Path(unquote(urlparse(uri).path))
 
 
-def _files_of_batch(source_log: Path, epoch_id: int) -> list[Path]:
-    """The files the streaming query assigned to batch `epoch_id`, as its file source logged
-    them in the checkpoint before the batch ran (`<id>`, or `<id>.compact` holding every batch
-    up to it: Spark's FileStreamSource log, a `v1` line, then a JSON object per file)."""
+def _files_of_batch(query_checkpoint: Path, epoch_id: int) -> list[Path]:
+    """The files the streaming query assigned to batch `epoch_id`, as it logged them in its
+    checkpoint before the batch ran. The offsets log (`offsets/<id>`: a `v1` line, the query's
+    metadata, then the source's `{"logOffset": n}`) says up to which batch of the file source's
+    own log the batch reads; the batch reads the source's batches after the one before it.
+    Usually one source batch per batch, but not after a kill between Spark's writing the
+    source's log and the offsets log: the replay then reads two, and the numbers part."""
+    end = _source_log_offset(query_checkpoint, epoch_id)
+    start = _source_log_offset(query_checkpoint, epoch_id - 1) if epoch_id > 0 else -1
+    return [
+        path
+        for source_batch in range(start + 1, end + 1)
+        for path in _source_log_files(query_checkpoint / "sources" / "0", source_batch, epoch_id)
+    ]
+
+
+def _unreadable_checkpoint(path: Path, epoch_id: int) -> KappaShopError:
+    return KappaShopError(
+        f"cannot read which files make up ingestion batch {epoch_id + 1} from the query's "
+        f"checkpoint ({path}; a Spark whose checkpoint format this version of kappa-shop does "
+        "not know?): nothing of the batch was committed"
+    )
+
+
+def _source_log_offset(query_checkpoint: Path, epoch_id: int) -> int:
+    """The file source's log batch up to which batch `epoch_id` reads (its offsets log)."""
     import json
 
-    for name in (str(epoch_id), f"{epoch_id}.compact"):
+    path = query_checkpoint / "offsets" / str(epoch_id)
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    try:
+        if lines[0] != "v1":
+            raise ValueError(lines[0])
+        return int(json.loads(lines[2])["logOffset"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        raise _unreadable_checkpoint(path, epoch_id) from None
+
+
+def _source_log_files(source_log: Path, source_batch: int, epoch_id: int) -> list[Path]:
+    """The files of one batch of Spark's FileStreamSource log: `<id>`, or `<id>.compact`
+    holding every batch up to it; a `v1` line, then a JSON object per file."""
+    import json
+
+    for name in (str(source_batch), f"{source_batch}.compact"):
         path = source_log / name
         if path.is_file():
             lines = path.read_text(encoding="utf-8").splitlines()
             break
     else:
-        lines = []
+        path, lines = source_log / str(source_batch), []
     if not lines or lines[0] != "v1":
-        raise KappaShopError(
-            f"cannot read which files make up ingestion batch {epoch_id + 1} from the query's "
-            f"checkpoint ({source_log}; a Spark whose checkpoint format this version of "
-            "kappa-shop does not know?): nothing of the batch was committed"
-        )
+        raise _unreadable_checkpoint(path, epoch_id)
     entries = [json.loads(line) for line in lines[1:] if line.strip()]
-    return [_local_path(entry["path"]) for entry in entries if entry["batchId"] == epoch_id]
+    return [_local_path(entry["path"]) for entry in entries if entry["batchId"] == source_batch]
 
 
 def _check_files_unchanged(files: list[Path], sizes: dict[Path, int], batch_id: int) -> None:
