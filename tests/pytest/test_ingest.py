@@ -280,9 +280,7 @@ def test_a_batch_replayed_after_a_kill_between_spark_s_two_logs_reads_its_own_fi
         for name in ("1", ".1.crc"):  # (the query's batch 1 is ingestion batch 2)
             (query / log / name).unlink()
     spark.sql(f"alter table {schema}.raw_web_events drop partition (_ingestion_batch_id = 2)")
-    spark.sql(
-        f"alter table {schema}.raw_ingestion_batches drop partition (ingestion_batch_id = 2)"
-    )
+    spark.sql(f"alter table {schema}.raw_ingestion_batches drop partition (ingestion_batch_id = 2)")
 
     lines.append(land(2))
     assert ingested() == [2]  # the replay: the logged file and the new one
