@@ -50,6 +50,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from kappa_shop.errors import KappaShopError
+from kappa_shop.ingest.landed_files import (
+    check_files_unchanged,
+    files_of_batch_in,
+    local_path,
+    refuse_a_removed_file,
+)
 from kappa_shop.log.format import TOPICS, TOPICS_BY_NAME
 from kappa_shop.runtime.warehouse import (
     SessionWarehouse,
@@ -283,7 +289,7 @@ def ingest(
                         progress,
                         pause_between_writes,
                         # the files the query assigned to this batch (a landing zone's)
-                        None if kafka else lambda: _files_of_batch(query_checkpoint, epoch_id),
+                        None if kafka else lambda: files_of_batch_in(query_checkpoint, epoch_id),
                     )
                 )
             except BaseException as error:  # kept to re-raise without Spark's wrapping
@@ -362,7 +368,7 @@ def _landed_lines(spark: Any, topics_dir: Path, max_files_per_batch: int | None)
         F.regexp_extract(path, r"(topics/[^/]+/[^/]+/[^/]+)$", 1).alias("_source_file"),
         F.regexp_extract(path, r"topics/([^/]+)/", 1).alias("topic"),
         # the file as the batch listed it: a file that changes while it is read is refused
-        # (_check_files_unchanged)
+        # (landed_files.check_files_unchanged)
         path.alias("_file_path"),
         F.col("_metadata.file_size").alias("_file_size"),
     )
@@ -428,108 +434,35 @@ def _kafka_records(spark: Any, source: KafkaSource, max_records_per_batch: int |
     )
 
 
-def _refuse_a_removed_file(error: Exception, batch_id: int) -> None:
-    """One line for a landed file removed between the batch's listing and its read (Spark:
-    FAILED_READ_FILE.FILE_NOT_EXIST), naming it; other errors are left to the caller."""
-    import re
+def _read_batch(
+    landed: Any, listed_columns: list[str], batch_id: int
+) -> tuple[dict[str, tuple[int, int]], dict[Path, int]]:
+    """Read the batch's records, once (`landed` keeps them): its records and files per topic,
+    and each read file's size as the batch listed it (a landing zone's; none from Kafka)."""
+    from pyspark.sql import functions as F
 
-    match = re.search(r"FILE_NOT_EXIST\].*?reading file (\S+?)\.?\s", str(error), re.DOTALL)
-    if match is None:
-        return
-    raise _removed(_local_path(match[1]), batch_id) from None
-
-
-def _removed(path: Path, batch_id: int) -> KappaShopError:
-    return KappaShopError(
-        f"landed file {path} was removed after ingestion batch {batch_id} listed it: landed "
-        "files are the log and are never removed. Nothing of the batch was committed: put "
-        "the file back and ingest again (the batch reads the files it listed)"
+    per_file = landed.groupBy("topic", "_source_file", *listed_columns).agg(
+        F.count(F.lit(1)).alias("records")
     )
-
-
-def _local_path(uri: str) -> Path:
-    from urllib.parse import unquote, urlparse
-
-    return Path(unquote(urlparse(uri).path))
-
-
-def _files_of_batch(query_checkpoint: Path, epoch_id: int) -> list[Path]:
-    """The files the streaming query assigned to batch `epoch_id`, as it logged them in its
-    checkpoint before the batch ran. The offsets log (`offsets/<id>`: a `v1` line, the query's
-    metadata, then the source's `{"logOffset": n}`) says up to which batch of the file source's
-    own log the batch reads; the batch reads the source's batches after the one before it.
-    Usually one source batch per batch, but not after a kill between Spark's writing the
-    source's log and the offsets log: the replay then reads two, and the numbers part."""
-    end = _source_log_offset(query_checkpoint, epoch_id)
-    start = _source_log_offset(query_checkpoint, epoch_id - 1) if epoch_id > 0 else -1
-    return [
-        path
-        for source_batch in range(start + 1, end + 1)
-        for path in _source_log_files(query_checkpoint / "sources" / "0", source_batch, epoch_id)
-    ]
-
-
-def _unreadable_checkpoint(path: Path, epoch_id: int) -> KappaShopError:
-    return KappaShopError(
-        f"cannot read which files make up ingestion batch {epoch_id + 1} from the query's "
-        f"checkpoint ({path}; a Spark whose checkpoint format this version of kappa-shop does "
-        "not know?): nothing of the batch was committed"
-    )
-
-
-def _source_log_offset(query_checkpoint: Path, epoch_id: int) -> int:
-    """The file source's log batch up to which batch `epoch_id` reads (its offsets log)."""
-    import json
-
-    path = query_checkpoint / "offsets" / str(epoch_id)
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     try:
-        if lines[0] != "v1":
-            raise ValueError(lines[0])
-        return int(json.loads(lines[2])["logOffset"])
-    except (IndexError, ValueError, KeyError, TypeError):
-        raise _unreadable_checkpoint(path, epoch_id) from None
-
-
-def _source_log_files(source_log: Path, source_batch: int, epoch_id: int) -> list[Path]:
-    """The files of one batch of Spark's FileStreamSource log: `<id>`, or `<id>.compact`
-    holding every batch up to it; a `v1` line, then a JSON object per file."""
-    import json
-
-    for name in (str(source_batch), f"{source_batch}.compact"):
-        path = source_log / name
-        if path.is_file():
-            lines = path.read_text(encoding="utf-8").splitlines()
-            break
-    else:
-        path, lines = source_log / str(source_batch), []
-    if not lines or lines[0] != "v1":
-        raise _unreadable_checkpoint(path, epoch_id)
-    entries = [json.loads(line) for line in lines[1:] if line.strip()]
-    return [_local_path(entry["path"]) for entry in entries if entry["batchId"] == source_batch]
-
-
-def _check_files_unchanged(files: list[Path], sizes: dict[Path, int], batch_id: int) -> None:
-    """Refuse a batch one of whose `files` (those the query assigned to it) changed after the
-    batch listed it: `sizes` holds each read file's size as listed. A file that grew
-    (still being written: the landing protocol is to write under a hidden name and rename, as
-    `deliver` does), one that is gone (read already, or not: Spark passes over a file that is
-    missing when a batch starts, so a batch replayed after a crash would leave it out), one
-    empty when listed and not now. The batch is not committed: the next ingestion replays it
-    with the same files. (A file that grows after its batch is committed is beyond any check
-    here: its new lines are never read.)"""
-    for path in files:
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            raise _removed(path, batch_id) from None
-        if size != sizes.get(path, 0):
-            raise KappaShopError(
-                f"landed file {path} changed while ingestion batch {batch_id} read it "
-                f"({sizes.get(path, 0):,} bytes when listed, {size:,} now): a file must land "
-                "whole (written under a hidden name, then renamed; `kappa-shop deliver` does). "
-                f"Batch {batch_id} was not committed: ingest again once the file is complete"
-            )
+        rows = per_file.collect()
+    except Exception as error:
+        refuse_a_removed_file(error, batch_id)
+        raise
+    counts: dict[str, tuple[int, int]] = {}  # topic: (records, files)
+    for row in rows:
+        records, files = counts.get(row["topic"], (0, 0))
+        counts[row["topic"]] = (records + row["records"], files + 1)
+    sizes = (
+        {local_path(row["_file_path"]): row["_file_size"] for row in rows} if listed_columns else {}
+    )
+    unknown = sorted(set(counts) - set(TOPICS_BY_NAME))
+    if unknown:
+        raise KappaShopError(
+            f"the landing zone holds files of unknown topic(s) {', '.join(unknown)}; "
+            f"known topics: {', '.join(TOPICS_BY_NAME)}. Move them out and run again"
+        )
+    return counts, sizes
 
 
 def _write_batch(
@@ -547,8 +480,6 @@ def _write_batch(
     With `staging`, the batch is first written there as files for the warehouse to read;
     otherwise the warehouse is this batch's own session and reads a temporary view.
     """
-    from pyspark.sql import functions as F
-
     ingested_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     if pause_between_writes:
         # fault-injection mode: the batch's files are listed, not yet read
@@ -558,30 +489,7 @@ def _write_batch(
     listed_columns = [name for name in ("_file_path", "_file_size") if name in batch.columns]
     landed = batch.select("raw_record", "_source_file", "topic", *listed_columns).persist()
     try:
-        per_file = landed.groupBy("topic", "_source_file", *listed_columns).agg(
-            F.count(F.lit(1)).alias("records")
-        )
-        try:  # (the batch's records are read here, once: `landed` keeps them)
-            rows = per_file.collect()
-        except Exception as error:
-            _refuse_a_removed_file(error, batch_id)
-            raise
-        counts: dict[str, tuple[int, int]] = {}  # topic: (records, files)
-        for row in rows:
-            records, files = counts.get(row["topic"], (0, 0))
-            counts[row["topic"]] = (records + row["records"], files + 1)
-        # each read file's size as the batch listed it (a landing zone's)
-        sizes = (
-            {_local_path(row["_file_path"]): row["_file_size"] for row in rows}
-            if listed_columns
-            else {}
-        )
-        unknown = sorted(set(counts) - set(TOPICS_BY_NAME))
-        if unknown:
-            raise KappaShopError(
-                f"the landing zone holds files of unknown topic(s) {', '.join(unknown)}; "
-                f"known topics: {', '.join(TOPICS_BY_NAME)}. Move them out and run again"
-            )
+        counts, sizes = _read_batch(landed, listed_columns, batch_id)
         if staging is None:
             # the batch's own session: its temporary views are not visible to others
             warehouse = SessionWarehouse(batch.sparkSession, warehouse.target)
@@ -608,7 +516,7 @@ def _write_batch(
                 )
                 time.sleep(pause_between_writes)
         if files_of_batch is not None:
-            _check_files_unchanged(files_of_batch(), sizes, batch_id)
+            check_files_unchanged(files_of_batch(), sizes, batch_id)
         files = sum(files for _, files in counts.values())
         records = sum(records for records, _ in counts.values())
         warehouse.sql(
