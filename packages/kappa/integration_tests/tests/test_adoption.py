@@ -254,6 +254,40 @@ MISTAKES = {
 }
 
 
+# Mistakes found when the model first writes (its columns known only from Spark): a partition
+# column that does not fit the mode
+WRITE_MISTAKES = {
+    "a day model partitioned by a timestamp": (
+        "orders_by_hour.sql",
+        "{{ config(partition_by=['order_day'], event_time='placed_at') }}\n"
+        "select date_trunc('DAY', placed_at) as order_day, count(*) as orders\n"
+        "from {{ ref('stg_orders') }} where {{ kappa.in_recomputed_days('placed_at') }}\n"
+        "group by date_trunc('DAY', placed_at)\n",
+        "orders_by_hour: a model partitioned by day needs its partition column order_day to be "
+        "the UTC day of its event_time, a date: it is timestamp. Select it as to_date(placed_at) "
+        "as order_day",
+    ),
+    "a key model bucketed by another hash": (
+        "customer_counts.sql",
+        "{{ config(partition_by=['customer_bucket'], recompute_key='customer_id') }}\n"
+        "select customer_id, count(*) as orders, pmod(hash(customer_id), 16) as customer_bucket\n"
+        "from {{ ref('stg_orders') }} where {{ kappa.in_recomputed_buckets('customer_id') }}\n"
+        "group by customer_id\n",
+        "customer_counts: a row has customer_bucket other than the bucket of its recompute_key "
+        'customer_id: select {{ kappa.key_bucket("customer_id") }} as customer_bucket',
+    ),
+    "a key model without its key": (
+        "bucket_counts.sql",
+        "{{ config(partition_by=['customer_bucket'], recompute_key='customer_id') }}\n"
+        "select {{ kappa.key_bucket('customer_id') }} as customer_bucket, count(*) as orders\n"
+        "from {{ ref('stg_orders') }} where {{ kappa.in_recomputed_buckets('customer_id') }}\n"
+        "group by 1\n",
+        "bucket_counts: a model partitioned by key bucket keeps its recompute_key customer_id as "
+        "a column, and the model has no such column: select it",
+    ),
+}
+
+
 def test_each_newcomer_mistake_stops_in_one_line_naming_the_fix(
     package_copy: Project, tmp_path: Path
 ) -> None:
@@ -269,6 +303,22 @@ def test_each_newcomer_mistake_stops_in_one_line_naming_the_fix(
             said = failure(invoke(project_dir, command, "--select", model.stem, schema=schema))
             assert message in said, (mistake, command, said)
         model.unlink()
+    # a partition column that does not fit the mode: refused by the model's first write, which
+    # writes nothing (the staging model built first, from one batch)
+    log = spark()
+    for statement in statements((project_dir / "ingestion" / "raw_tables.sql").read_text()):
+        log.sql(statement)
+    log.sql("insert into shop_log.orders values ('o1', 'c1', 10.0, timestamp'2024-03-01 10:00', 1)")
+    log.sql("insert into shop_log.ingestion_batches values (1)")
+    assert invoke(project_dir, "run", "--select", "stg_orders", schema=schema).success
+    for mistake, (file_name, sql, message) in WRITE_MISTAKES.items():
+        model = project_dir / "models" / file_name
+        model.write_text(sql)
+        said = failure(invoke(project_dir, "run", "--select", model.stem, schema=schema))
+        assert message in said, (mistake, said)
+        assert not log.catalog.tableExists(f"{schema}.{model.stem}"), mistake
+        model.unlink()
+    reset("shop_log", schema)
 
     # the receipts table not created yet (its source declared)
     spark().sql("create schema shop_log")

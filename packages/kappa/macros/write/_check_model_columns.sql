@@ -14,11 +14,8 @@
         select by name, and a partitioned parquet table keeps its partition column last.
         Returns the table's columns (as adapter.get_columns_in_relation gives them), which the
         write then selects, so that the table is described once per run. -#}
-    {%- set described = run_query('describe query ' ~ compiled_code) -%}
-    {%- set model_columns = {} -%}
-    {%- for row in described.rows -%}
-        {%- do model_columns.update({row[0] | lower: row[1] | lower}) -%}
-    {%- endfor -%}
+    {%- set model_columns = kappa._model_columns() -%}
+    {%- do kappa._check_partition_column(model_columns) -%}
     {%- set columns = adapter.get_columns_in_relation(existing_relation) -%}
     {%- set table_columns = {} -%}
     {%- for column in columns -%}

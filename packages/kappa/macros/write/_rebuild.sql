@@ -8,20 +8,25 @@
         - Parquet: built under a name of its own (`<model>__kappa_build_<run>`) and renamed into
           place when complete: a kill mid-write leaves the old table and its ledger (and a
           table that _drop_build_leftovers drops), never files without a table, which would
-          block the next create. -#}
+          block the next create.
+        A days or keys model's partition column is checked first (_check_partition_column),
+        and a keys model's rows as they are written (_checked_rows). -#}
+    {%- if kappa._contract_mode(model) != 'batches' -%}
+        {%- do kappa._check_partition_column(kappa._model_columns()) -%}
+    {%- endif -%}
     {%- if config.get('file_format') == 'delta' -%}
         {%- if existing_relation is not none and not existing_relation.is_delta -%}
             {% do adapter.drop_relation(existing_relation) %}
         {%- endif -%}
         {%- call statement('main') -%}
-            {{ create_table_as(false, this, compiled_code) }}
+            {{ create_table_as(false, this, kappa._checked_rows(compiled_code)) }}
         {%- endcall -%}
     {%- else -%}
         {%- set build_relation = this.incorporate(path={
             'identifier': this.identifier ~ '__kappa_build_' ~ invocation_id.replace('-', '')[:12]
         }, type='table') -%}
         {%- call statement('main') -%}
-            {{ create_table_as(false, build_relation, compiled_code) }}
+            {{ create_table_as(false, build_relation, kappa._checked_rows(compiled_code)) }}
         {%- endcall -%}
         {%- if existing_relation is not none and existing_relation.is_delta -%}
             {#- a Delta table, built before a switch back to parquet: Spark's DROP TABLE looks

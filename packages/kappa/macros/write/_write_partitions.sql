@@ -26,7 +26,7 @@
     {%- set partition_rows -%}
         select {{ columns }}
         from (
-            {{ compiled_code }}
+            {{ kappa._checked_rows(compiled_code) }}
         ) as model_rows
         where {{ partition_column }} in ({{ values }})
     {%- endset -%}
