@@ -36,6 +36,12 @@ from kappa_shop.log.generator import generate
 
 EVENTS = 10_000
 SELECT = ["+users_current", "+orders_current"]
+# each day model with its lookback baseline (generated from the model by the benchmark)
+LOOKBACK = {
+    "orders_daily": "bench_orders_daily_lookback",
+    "page_views": "bench_page_views_lookback",
+    "sessions": "bench_sessions_lookback",
+}
 STEPS = [
     "generate",
     "ingest base",
@@ -127,10 +133,11 @@ def bench(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     return work, stdout, report
 
 
-def _selected_models(project_copy: Path) -> list[str]:
+def _selected_models(work: Path) -> list[str]:
     """The models of SELECT and the benchmark's own (sessions, orders_daily, page_views), with
-    every model each is built from, read from dbt's manifest: what the benchmark must build."""
-    manifest = json.loads((project_copy / "target" / "manifest.json").read_text())
+    every model each is built from, read from the manifest of the benchmark's dbt project (in
+    its work directory): what the benchmark must build."""
+    manifest = json.loads((work / "out" / "project" / "target" / "manifest.json").read_text())
     nodes = {
         key: node for key, node in manifest["nodes"].items() if node["resource_type"] == "model"
     }
@@ -192,9 +199,9 @@ def test_ingestion_alone_is_measured_in_a_process_with_a_small_driver(bench):
     assert 300 < alone["peak_rss_mib"] < 2500, alone
 
 
-def test_the_selected_models_and_no_other_are_benchmarked(bench, project_copy):
-    _, stdout, report = bench
-    expected = _selected_models(project_copy)
+def test_the_selected_models_and_no_other_are_benchmarked(bench):
+    work, stdout, report = bench
+    expected = _selected_models(work)
     assert report["selection"] == [*SELECT, "+orders_daily", "+page_views", "+sessions"]
     heading = f"models: {' '.join(report['selection'])})"
     assert any(
@@ -216,6 +223,7 @@ def test_the_baselines_compute_the_same_tables(bench):
         "plain dbt tables equal the contract's full refresh",
         *EVERY_MODEL_CHECKS,
         "microbatch equals orders_daily",
+        *(f"{baseline} equals {name} before late data" for name, baseline in LOOKBACK.items()),
         "hand-written sessions equal dbt's",
         "hand-written orders_daily equals dbt's",
     }
@@ -307,9 +315,7 @@ def test_a_check_finding_a_difference_names_the_models_and_fails_the_bench(bench
 def test_the_usual_alternative_is_measured_beside_ours(bench):
     work, stdout, report = bench
     steps = {step["name"]: step for step in report["steps"]}
-    lookback = {"orders_daily": "bench_orders_daily_lookback",
-                "page_views": "bench_page_views_lookback",
-                "sessions": "bench_sessions_lookback"}  # fmt: skip
+    lookback = LOOKBACK
     for name in ("full refresh", "incremental +1%", "incremental +1% late"):
         # the baselines ran alone, after the project's models ran without them
         assert set(steps[f"{name}: insert_overwrite baselines"]["models"]) == set(lookback.values())
@@ -351,7 +357,7 @@ def test_the_steps_are_one_percent_each_and_the_second_is_partly_late(bench, tmp
     )
 
 
-def test_one_fixed_batch_is_applied_to_the_history_and_to_a_tenth_of_it(bench, spark, project_copy):
+def test_one_fixed_batch_is_applied_to_the_history_and_to_a_tenth_of_it(bench, spark):
     work, stdout, report = bench
     records = report["records"]
     total = records["base"] + records["plus_1pct"] + records["plus_1pct_late"]
@@ -364,7 +370,7 @@ def test_one_fixed_batch_is_applied_to_the_history_and_to_a_tenth_of_it(bench, s
     by_stream = {stream: counts["records"] for stream, counts in batch["by_topic"].items()}
     assert sum(by_stream.values()) == records["fixed_batch"]
     streams = yaml.safe_load((REPO_ROOT / "dbt_project.yml").read_text())["vars"]["log_streams"]
-    selected = set(_selected_models(project_copy))
+    selected = set(_selected_models(work))
     staged_streams = {
         name: stream for name, stream in streams.items() if stream["deliveries_model"] in selected
     }
@@ -453,6 +459,49 @@ def test_a_bench_too_small_to_split_is_refused_in_one_line(tmp_path):
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert "--events must be at least 10000" in result.stderr
+
+
+def test_the_baselines_are_the_benchmarks_generated_from_the_models_own_sql(tmp_path):
+    # the project knows nothing of the benchmark: no bench model, var or macro in it
+    from kappa_shop.bench.baselines import bench_project, lookback_sql, microbatch_sql
+    from kappa_shop.runtime.dbt import DbtProject, Destination
+
+    assert "bench" not in (REPO_ROOT / "dbt_project.yml").read_text()
+    assert not [path for path in (REPO_ROOT / "models").rglob("*") if "bench" in path.name]
+    # a change to a model is its baseline's: made from a copy whose sessions count differently
+    root = copy_project(tmp_path / "kappa_shop")
+    sessions = root / "models" / "marts" / "web" / "sessions.sql"
+    sql = sessions.read_text()
+    assert sql.count("count(*) as event_count") == 1
+    sessions.write_text(sql.replace("count(*) as event_count", "count(*) + 1 as event_count"))
+    lookback = lookback_sql(root, "sessions")
+    assert "count(*) + 1 as event_count" in lookback and "kappa." not in lookback
+    # its input filters become the lookback: on the day parent's partitions, or on the day of
+    # the time column
+    start = (
+        "(select date_sub(max(built.session_date), {{ var('kappa_bench_lookback_days', 3) }}) "
+        "from {{ this }} as built)"
+    )
+    assert f"{{% if is_incremental() %}}(activity_date >= {start}){{% else %}}true" in lookback
+    assert f"and {{% if is_incremental() %}}(to_date(occurred_at) >= {start})" in lookback
+    assert "incremental_strategy='insert_overwrite'" in lookback
+    microbatch = microbatch_sql(root, "orders_daily")
+    assert "incremental_strategy='microbatch'" in microbatch and "where true" in microbatch
+    # a model whose input filter is gone cannot make a baseline: one line says so
+    sessions.write_text(sql.replace("{{ kappa.in_recomputed_days(", "{{ other_filter("))
+    with pytest.raises(KappaShopError, match=r"sessions.sql no longer .* kappa.in_recomputed_days"):
+        lookback_sql(root, "sessions")
+    sessions.write_text(sql)
+
+    # the benchmark's project: dbt parses it, with the baselines, as the project's models
+    destination = Destination("local", "bench_parse", "bench_parse_raw")
+    made = bench_project(DbtProject(root, profiles_dir=root, destination=destination), tmp_path)
+    assert made.root == (tmp_path / "project").resolve()
+    assert "kappa_bench_plain_tables" in (made.root / "dbt_project.yml").read_text()
+    made.invoke("parse", "--quiet", dbt_vars={"kappa_bench_baselines": True})
+    nodes = json.loads((made.root / "target" / "manifest.json").read_text())["nodes"]
+    names = {node["name"] for node in nodes.values() if node["resource_type"] == "model"}
+    assert set(LOOKBACK.values()) | {"bench_orders_daily_microbatch", "sessions"} <= names
 
 
 SUCCESSIVE_STEPS = [

@@ -41,7 +41,7 @@ SERVING = "reprocessed"
 UNTESTED = ("--exclude-resource-type", "test", "unit_test")
 # the logic change a reprocess serves: a session's page views numbered from 0
 NUMBERING = (
-    "macros/marts/page_view_rows.sql",
+    "models/marts/web/page_views.sql",
     ") as view_number_in_session,",
     ") - 1 as view_number_in_session,",
 )

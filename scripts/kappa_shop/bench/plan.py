@@ -24,7 +24,8 @@ HELD_BACK_DAYS = 6.0
 LATE_DAYS = 3.0
 MICROBATCH_MODEL = "bench_orders_daily_microbatch"
 # the usual alternative for late data: a day model as dbt-spark's standard incremental
-# (insert_overwrite by day, a 3-day lookback; models/bench), beside the project's model
+# (insert_overwrite by day, a 3-day lookback; generated from the model: bench.baselines),
+# beside the project's model
 LOOKBACK_MODELS = {
     "orders_daily": "bench_orders_daily_lookback",
     "page_views": "bench_page_views_lookback",
@@ -37,6 +38,7 @@ BASELINE_MODELS = (MICROBATCH_MODEL, *LOOKBACK_MODELS.values())
 ALWAYS_SELECTED = tuple(f"+{model}" for model in LOOKBACK_MODELS)
 BASELINE_VARS = {"kappa_bench_baselines": True}
 # the fair floor: the project's models built as plain dbt tables, in a schema of their own
+# (the var is the benchmark's project's: bench.baselines)
 PLAIN_VARS = {"kappa_bench_plain_tables": True}
 PLAIN_SUFFIX = "_plain"
 # proportionality: one fixed batch of new events (at most BATCH_EVENTS, a tenth of them days
