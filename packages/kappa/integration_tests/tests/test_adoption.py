@@ -276,6 +276,15 @@ WRITE_MISTAKES = {
         "customer_counts: a row has customer_bucket other than the bucket of its recompute_key "
         'customer_id: select {{ kappa.key_bucket("customer_id") }} as customer_bucket',
     ),
+    "a day model of input without event time": (
+        "orders_per_day.sql",
+        "{{ config(partition_by=['order_date'], event_time='placed_at') }}\n"
+        "select to_date(placed_at) as order_date, count(*) as orders from {{ ref('stg_orders') }}\n"
+        "where {{ kappa.in_recomputed_days('placed_at') }} group by to_date(placed_at)\n",
+        "orders_per_day: a row has no order_date (its input had no placed_at): a row of no day "
+        "is never recomputed. Leave out or quarantine input without an event time before this "
+        "model",
+    ),
     "a key model without its key": (
         "bucket_counts.sql",
         "{{ config(partition_by=['customer_bucket'], recompute_key='customer_id') }}\n"
@@ -309,6 +318,7 @@ def test_each_newcomer_mistake_stops_in_one_line_naming_the_fix(
     for statement in statements((project_dir / "ingestion" / "raw_tables.sql").read_text()):
         log.sql(statement)
     log.sql("insert into shop_log.orders values ('o1', 'c1', 10.0, timestamp'2024-03-01 10:00', 1)")
+    log.sql("insert into shop_log.orders values ('o2', 'c1', 5.0, null, 1)")  # no event time
     log.sql("insert into shop_log.ingestion_batches values (1)")
     assert invoke(project_dir, "run", "--select", "stg_orders", schema=schema).success
     for mistake, (file_name, sql, message) in WRITE_MISTAKES.items():
