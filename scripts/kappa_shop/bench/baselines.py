@@ -44,7 +44,7 @@ PLAIN_SWITCH = (
     "    +materialized: \"{{ 'table' if var('kappa_bench_plain_tables', false) "
     "else 'exact_incremental' }}\"\n"
 )
-_CONFIG = re.compile(r"\{\{\s*config\((?P<body>.*?)\)\s*\}\}\n", re.DOTALL)
+_CONFIG = re.compile(r"\{\{\s*config\((.*?)\)\s*\}\}\n", re.DOTALL)
 _PARTITION = re.compile(r"partition_by\s*=\s*\[\s*'(?P<column>\w+)'\s*\]")
 _PREDICATE = re.compile(
     r"\{\{\s*kappa\.in_recomputed_days\(\s*'(?P<column>\w+)'"
