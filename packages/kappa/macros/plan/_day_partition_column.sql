@@ -23,8 +23,7 @@
                 ~ parent.config.get('event_time') ~ ", or leave out parent="
             ) %}
         {% endif %}
-        {% set partition_by = parent.config.get('partition_by') %}
-        {{ return(partition_by if partition_by is string else partition_by[0]) }}
+        {{ return(kappa._partition_column(parent)) }}
     {% endfor %}
     {% do exceptions.raise_compiler_error(
         model.name ~ " names " ~ parent_name ~ " as the parent of kappa.in_recomputed_days('" ~ time_column

@@ -11,8 +11,7 @@
     {% if kappa._input_reach(model).before == 'all' and days | length > 0 %}
         {#- every day from the first touched one through the table's last day (or the last
             touched one, if later) -#}
-        {% set partition_column = model.config.get('partition_by') if model.config.get('partition_by') is string
-            else model.config.get('partition_by')[0] %}
+        {% set partition_column = kappa._partition_column(model) %}
         {% set last_query %}
             select cast(max({{ partition_column }}) as string) as last_day from {{ this }}
         {% endset %}

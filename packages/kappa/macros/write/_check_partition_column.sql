@@ -7,8 +7,7 @@
         `model_columns` maps the model's column names (lower case) to their types, as Spark's
         `describe query` gives them. -#}
     {%- set mode = kappa._contract_mode(model) -%}
-    {%- set partition_by = config.get('partition_by') -%}
-    {%- set column = (partition_by if partition_by is string else partition_by[0]) | lower -%}
+    {%- set column = kappa._partition_column(model) | lower -%}
     {%- set type = model_columns.get(column) -%}
     {%- if mode == 'days' and type != 'date' -%}
         {% do exceptions.raise_compiler_error(

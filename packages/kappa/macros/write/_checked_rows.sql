@@ -12,8 +12,7 @@
     {%- if mode == 'batches' -%}
         {{ return(sql) }}
     {%- endif -%}
-    {%- set partition_by = config.get('partition_by') -%}
-    {%- set column = partition_by if partition_by is string else partition_by[0] -%}
+    {%- set column = kappa._partition_column(model) -%}
     {%- if mode == 'days' -%}
         {%- set condition = column ~ " is not null" -%}
         {%- set message = model.name ~ ": a row has no " ~ column ~ " (its input had no "

@@ -10,7 +10,7 @@
           table that _drop_build_leftovers drops), never files without a table, which would
           block the next create.
         A days or keys model's partition column is checked first (_check_partition_column),
-        and a keys model's rows as they are written (_checked_rows). -#}
+        and its rows as they are written (_checked_rows). -#}
     {%- if kappa._contract_mode(model) != 'batches' -%}
         {%- do kappa._check_partition_column(kappa._model_columns()) -%}
     {%- endif -%}

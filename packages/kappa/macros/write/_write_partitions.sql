@@ -16,8 +16,7 @@
           Readers may see a partition missing or half written meanwhile (docs/guarantees.md).
 
         Returns the predicate on the partition column that selects the partitions written. -#}
-    {%- set partition_column = (config.get('partition_by') if config.get('partition_by') is string
-        else config.get('partition_by')[0]) -%}
+    {%- set partition_column = kappa._partition_column(model) -%}
     {%- set values -%}
         {%- for value in partitions %}{{ kappa._partition_literal(model, value) }}{{ ", " if not loop.last }}{% endfor -%}
     {%- endset -%}
