@@ -1,8 +1,9 @@
 """Drives the package's integration project (one directory up) through dbt in this process.
 
 A schedule delivers the hand-written log (seeds/events.csv) in its own order, one ingestion
-batch per step, and runs `dbt run` after each; then the same log is built with
-`--full-refresh` into a schema of its own and every model is compared with it, row for row.
+batch per step, and runs `dbt run` after each, every model compared row for row with a full
+refresh of the log delivered so far (built once per pytest run by the package as written);
+then the same log is built with `--full-refresh` into a schema of its own and compared too.
 Every dbt command runs through dbtRunner in this process, so one SparkSession serves them all
 (dbt-spark `method: session` reuses it); each build has schemas of its own.
 """
@@ -244,29 +245,62 @@ def rows(sql: str) -> list[tuple]:
 
 def check_schedule(project: Project, name: str, target: str = "local") -> None:
     """Deliver the log by schedule `name`, building incrementally on `target` after every step
-    (and once more with nothing new), the ledger compacted as it grows; build a full refresh
-    of the same log, and require every model equal to it, the full refresh right on the log's
-    hard cases, and each model's ledger one unbroken, compacted range after every run."""
+    (and once more with nothing new), the ledger compacted as it grows, each model's ledger one
+    unbroken, compacted range after every run; require every model after every run equal to a
+    full refresh of the log delivered so far by the package as written (reference_refreshes),
+    so that a seeded bug stops the check at the first run it shows in; then build a full
+    refresh of the whole log with `project`'s own package, and require the incremental tables
+    equal to it and it right on the log's hard cases."""
     incremental = f"{project.prefix}_{name}" + ("_delta" if target == "local_delta" else "")
     full = f"{incremental}_full"
     log_schema = f"{incremental}_log"
     reset(incremental, full, log_schema)
+    references = reference_refreshes(name, target)
     compact = ("--vars", f"{{kappa_ledger_compact_after: {LEDGER_COMPACT_AFTER}}}")
-    for step in SCHEDULES[name]:
+    where = f"schedule {name} on {target}"
+    for number, (step, reference) in enumerate(zip(SCHEDULES[name], references, strict=True)):
         project.deliver(step, log_schema)
         project.run(incremental, log_schema, *compact, target=target)
         check_ledger(incremental)
+        _require_equal(incremental, reference, f"{where}, run {number + 1} (groups {step})")
     project.run(incremental, log_schema, *compact, target=target)  # nothing new: no change
     check_ledger(incremental)
+    _require_equal(incremental, references[-1], f"{where}, the run with nothing new")
     project.run(full, log_schema, "--full-refresh", target=target)
+    _require_equal(incremental, full, f"{where}, against this package's own full refresh")
+    check_hard_cases(full)
+
+
+def _require_equal(incremental: str, full: str, when: str) -> None:
     found = differences(incremental, full)
     require(
         found == {},
         Reason.DIFFERENCE,
-        f"schedule {name} on {target}: incremental tables differ from the full refresh "
-        f"(model: rows only incremental, rows only full refresh): {found}",
+        f"{when}: incremental tables differ from the full refresh (model: rows only "
+        f"incremental, rows only full refresh): {found}",
     )
-    check_hard_cases(full)
+
+
+# The package as written (package_copy's project) and the full refreshes it built, per
+# (schedule, target): one schema per step, the log delivered up to that step
+REFERENCE_PROJECT: list[Project] = []
+_REFERENCES: dict[tuple[str, str], list[str]] = {}
+
+
+def reference_refreshes(name: str, target: str) -> list[str]:
+    """The schemas of the full refreshes of schedule `name`'s log after each of its steps, on
+    `target`, built by the package as written (package_copy's copy, never a mutant's) the first
+    time a pytest run asks for them."""
+    if (name, target) not in _REFERENCES:
+        (project,) = REFERENCE_PROJECT
+        base = f"{project.prefix}_reference_{name}" + ("_delta" if target == "local_delta" else "")
+        schemas = [f"{base}_{number}" for number in range(1, len(SCHEDULES[name]) + 1)]
+        reset(f"{base}_log", *schemas)
+        for step, schema in zip(SCHEDULES[name], schemas, strict=True):
+            project.deliver(step, f"{base}_log")
+            project.run(schema, f"{base}_log", "--full-refresh", target=target)
+        _REFERENCES[name, target] = schemas
+    return _REFERENCES[name, target]
 
 
 def check_ledger(schema: str, limit: int = LEDGER_COMPACT_AFTER) -> None:
@@ -834,8 +868,11 @@ def package_copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     try:
         project = Project.copy_of(PACKAGE_ROOT, root / "kappa", prefix="kit")
         project.seed()
+        REFERENCE_PROJECT[:] = [project]
         yield project
     finally:
+        REFERENCE_PROJECT.clear()
+        _REFERENCES.clear()
         os.chdir(previous_directory)
         os.environ.clear()
         os.environ.update(previous_environment)
