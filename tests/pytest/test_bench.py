@@ -9,9 +9,9 @@ own on the same log.
 
 Both on a selection of the models (`--select`): the key model orders_current and what the
 benchmark always builds (sessions, orders_daily, page_views), each with everything it is built
-from: 13 models, batches (staging), days and keys, in a third of the time of all 35 (the
-benchmark's code is the same whatever it selects; every path of the contract, a key model on a
-key model included, is test_verify's).
+from: 13 of the 35 models, batches (staging), days and keys (the benchmark's code is the same
+whatever it selects; every path of the contract, a key model on a key model included, is
+test_verify's).
 
 The figures at a real scale are a benchmark's business (`make bench`, docs/benchmarks.md),
 not a test's: here only that they exist and add up."""
