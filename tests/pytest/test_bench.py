@@ -142,7 +142,7 @@ def _selected_models(work: Path) -> list[str]:
     nodes = {
         key: node for key, node in manifest["nodes"].items() if node["resource_type"] == "model"
     }
-    names = ("orders_current", "sessions", "orders_daily", "page_views")
+    names = [*(pattern.lstrip("+") for pattern in SELECT), *LOOKBACK]  # LOOKBACK: its own three
     wanted = [f"model.kappa_shop.{name}" for name in names]
     selected: set[str] = set()
     while wanted:
