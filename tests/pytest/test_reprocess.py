@@ -155,7 +155,7 @@ def scenario(spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFa
     with edited(project_copy / BUG[0], *BUG[1:]), pytest.raises(KappaShopError) as refused:
         failing.run()
     seen["refused"] = str(refused.value)
-    results = json.loads((project_copy / "target" / "run_results.json").read_text())
+    results = json.loads((failing.building.target_path() / "run_results.json").read_text())
     seen["failed tests"] = [
         result["unique_id"] for result in results["results"] if result["status"] == "fail"
     ]

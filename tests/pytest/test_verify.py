@@ -412,5 +412,5 @@ def test_a_gap_in_the_ingestion_receipts_stops_the_build(spark, project_copy, tm
     with pytest.raises(KappaShopError):
         project.invoke("run", "--select", "stg_web__event_deliveries")
 
-    results = (project_copy / "target" / "run_results.json").read_text()
+    results = (project.target_path() / "run_results.json").read_text()
     assert "have a gap: batch 2 is missing" in results

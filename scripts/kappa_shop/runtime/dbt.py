@@ -7,6 +7,7 @@ so the second and later commands start in about a second instead of again paying
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
+
+# dbt commands that read no project and so take no target path
+UNPARSED_COMMANDS = frozenset(("deps", "debug", "init"))
 
 
 @dataclass(frozen=True)
@@ -70,11 +74,7 @@ class DbtProject:
 
     def __post_init__(self) -> None:
         if self.destination is None:
-            from kappa_shop.runtime.spark import default_target, profile_output
-
-            target = self.target or default_target(self.profiles_dir)
-            schema = str(profile_output(self.profiles_dir, target)["schema"])
-            self.destination = Destination(target, schema, f"{schema}_raw")
+            self.destination = _profile_destination(self.profiles_dir, self.target)
 
     def to(self, destination: Destination) -> DbtProject:
         """The same project built into `destination`, on the same warehouse connection."""
@@ -149,6 +149,8 @@ class DbtProject:
         command = [*arguments, "--project-dir", str(self.root)]
         command += ["--profiles-dir", str(self.profiles_dir)]
         command += ["--target", self.target_name, "--vars", json.dumps(variables)]
+        if arguments[0] not in UNPARSED_COMMANDS:
+            command += ["--target-path", str(self.target_path(dbt_vars))]
         outcome = dbtRunner().invoke(command)
         if outcome.success:
             return outcome.result
@@ -159,8 +161,24 @@ class DbtProject:
             raise KappaShopError(f"`dbt {shown}` could not run: {_first_line(outcome.exception)}")
         raise KappaShopError(
             f"`dbt {shown}` finished with failures (listed above; details in "
-            f"{self.root / 'target' / 'run_results.json'})"
+            f"{self.target_path(dbt_vars) / 'run_results.json'})"
         )
+
+    def target_path(self, dbt_vars: Mapping[str, Any] | None = None) -> Path:
+        """Where dbt writes what a command into this destination (with `dbt_vars` of its own)
+        leaves: run_results.json, manifest.json, the compiled SQL, the docs. `target/` for the
+        profile's own destination without vars of its own, as for plain dbt; for any other,
+        `target/destinations/<target>-<models schema>-<digest of the vars>`. dbt keeps its
+        partial-parsing state in the target path and parses the whole project again (about 5 s
+        here) whenever the profile or the vars differ from those the path last saw; a proof or a
+        benchmark switches destination at nearly every command, so each keeps its own."""
+        own = _profile_destination(self.profiles_dir, self.target_name)
+        if self.destination == own and not dbt_vars:
+            return self.root / "target"
+        variables = json.dumps({**(dbt_vars or {}), **self.destination.dbt_vars()}, sort_keys=True)
+        digest = hashlib.sha1(variables.encode()).hexdigest()[:8]
+        name = f"{self.target_name}-{self.destination.models_schema}-{digest}"
+        return self.root / "target" / "destinations" / name
 
     def query(self, sql: str, limit: int = 1000) -> list[dict[str, Any]]:
         """Run a read-only query through dbt's connection to the target; return its rows.
@@ -171,6 +189,16 @@ class DbtProject:
         result = self.invoke("show", "--inline", sql, "--limit", str(limit), "--log-level", "none")
         table = result.results[0].agate_table
         return [dict(zip(table.column_names, row, strict=True)) for row in table.rows]
+
+
+def _profile_destination(profiles_dir: Path, target: str | None) -> Destination:
+    """The profile's own destination for `target` (None: the profile's default target): its
+    schema, reading `<schema>_raw`."""
+    from kappa_shop.runtime.spark import default_target, profile_output
+
+    target = target or default_target(profiles_dir)
+    schema = str(profile_output(profiles_dir, target)["schema"])
+    return Destination(target, schema, f"{schema}_raw")
 
 
 def _first_line(error: BaseException) -> str:
