@@ -138,7 +138,9 @@ def _selected_models(work: Path) -> list[str]:
     """The models of SELECT and the benchmark's own (sessions, orders_daily, page_views), with
     every model each is built from, read from the manifest of the benchmark's dbt project (in
     its work directory): what the benchmark must build."""
-    manifest = json.loads((work / "out" / "project" / "target" / "manifest.json").read_text())
+    # (each destination of the benchmark's has a target path of its own: the same nodes)
+    target = work / "out" / "project" / "target"
+    manifest = json.loads(next(target.rglob("manifest.json")).read_text())
     nodes = {
         key: node for key, node in manifest["nodes"].items() if node["resource_type"] == "model"
     }
@@ -497,8 +499,9 @@ def test_the_baselines_are_the_benchmarks_generated_from_the_models_own_sql(tmp_
     made = bench_project(DbtProject(root, profiles_dir=root, destination=destination), tmp_path)
     assert made.root == (tmp_path / "project").resolve()
     assert "kappa_bench_plain_tables" in (made.root / "dbt_project.yml").read_text()
-    made.invoke("parse", "--quiet", dbt_vars={"kappa_bench_baselines": True})
-    nodes = json.loads((made.root / "target" / "manifest.json").read_text())["nodes"]
+    baselines = {"kappa_bench_baselines": True}
+    made.invoke("parse", "--quiet", dbt_vars=baselines)
+    nodes = json.loads((made.target_path(baselines) / "manifest.json").read_text())["nodes"]
     names = {node["name"] for node in nodes.values() if node["resource_type"] == "model"}
     assert set(LOOKBACK.values()) | {"bench_orders_daily_microbatch", "sessions"} <= names
 

@@ -149,7 +149,7 @@ class DbtProject:
         command = [*arguments, "--project-dir", str(self.root)]
         command += ["--profiles-dir", str(self.profiles_dir)]
         command += ["--target", self.target_name, "--vars", json.dumps(variables)]
-        if arguments[0] not in UNPARSED_COMMANDS:
+        if arguments[0] not in UNPARSED_COMMANDS and "--target-path" not in arguments:
             command += ["--target-path", str(self.target_path(dbt_vars))]
         outcome = dbtRunner().invoke(command)
         if outcome.success:
