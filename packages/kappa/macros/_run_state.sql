@@ -1,7 +1,8 @@
 {% macro _run_state() %}
     {#- What one dbt invocation knows of the contract's bookkeeping, shared by every model, hook
         and thread of the invocation: each schema's ledger ranges (read once, kept current as
-        models record), the log's last receipted batch (read once), each model's planned
+        models record), the log's last receipted batch (read once, and a refusal of its
+        receipts' counts, _check_receipt_counts), each model's planned
         partitions and last batch (worked out once, then used by both its compiled SQL and its
         materialization), the incremental ranges recorded but not yet committed, and what each
         recomputing model recomputed (reported at the run's end).
@@ -18,6 +19,7 @@
             'invocation_id': invocation_id,
             'ledgers': {},
             'ingested_through': none,
+            'receipts_refusal': none,
             'planned_partitions': {},
             'last_new_batch': {},
             'pending_ledger_rows': {},

@@ -1,7 +1,8 @@
 """A brand-new dbt project adopts the package exactly as its README says ("Adopt it in your
 project": every code block there that names a file is written to it, the profile and the raw
 tables' DDL included), builds a shuffled log with redeliveries batch by batch (a receipt
-landing before a lower one on the way), and equals its full refresh; and each mistake a
+landing before a lower one on the way, and one written before half of its batch's rows), and
+equals its full refresh; and each mistake a
 newcomer makes stops `dbt compile` or `dbt run` in one line naming the fix."""
 
 from __future__ import annotations
@@ -142,27 +143,52 @@ def test_a_new_project_builds_shuffled_batches_equal_to_its_full_refresh(
     groups = sorted({group for *_, group in orders})
     random.Random(7).shuffle(groups)
     waiting = 2  # batch 2's receipt lands after batch 3's
+    hasty = 4  # batch 4's receipt is written before the second half of its rows
     checked_summaries: list[str] = []
+    written: dict[int, int] = {}
 
-    def receipt(batch: int) -> None:
-        spark().sql(f"insert into shop_log.ingestion_batches values ({batch})")
+    def receipt(batch: int, count: int | None = None) -> None:
+        count = written[batch] if count is None else count
+        spark().sql(f"insert into shop_log.ingestion_batches values ({batch}, {count})")
+
+    def write(batch: int, deliveries: list[str]) -> None:
+        spark().sql(
+            f"insert into shop_log.orders partition (_ingestion_batch_id = {batch}) "
+            f"values {', '.join(deliveries)}"
+        )
+        written[batch] = written.get(batch, 0) + len(deliveries)
 
     dbt("deps", "--quiet", schema="my_shop")
     # the README's profile leaves the partition overwrite mode at Spark's default, static (the
     # package sets dynamic where it writes); this process's session had it dynamic
     spark().conf.set("spark.sql.sources.partitionOverwriteMode", "static")
     for batch, group in enumerate(groups, start=1):
-        values = ", ".join(
+        deliveries = [
             f"('{order_id}', '{customer}', {amount}, timestamp '{placed_at}')"
             for order_id, customer, amount, placed_at, arrival in orders
             if arrival == group
-        )
-        spark().sql(
-            f"insert into shop_log.orders partition (_ingestion_batch_id = {batch}) values {values}"
-        )
-        if batch == waiting:
-            continue  # its receipt is late: ingestion still finishing
-        receipt(batch)
+        ]
+        if batch == hasty:
+            # the receipt, with the batch's count, lands while half of its rows are written: the
+            # run checks the count and stops, consuming nothing; the next, after the rest, takes it
+            half = len(deliveries) // 2
+            assert half > 0
+            write(batch, deliveries[:half])
+            receipt(batch, count=len(deliveries))
+            before = rows("select count(*) from my_shop.stg_orders")
+            refused = failure(invoke(project_dir, "run", "--quiet", schema="my_shop"))
+            assert (
+                f"kappa: the receipt of ingestion batch {hasty} in shop_log.ingestion_batches "
+                f"(record_count) counts {len(deliveries)} rows, and shop_log.orders holds {half} "
+                f"row(s) of batch {hasty}: the receipt was written before all of its batch's rows"
+            ) in refused, refused
+            assert rows("select count(*) from my_shop.stg_orders") == before
+            write(batch, deliveries[half:])
+        else:
+            write(batch, deliveries)
+            if batch == waiting:
+                continue  # its receipt is late: ingestion still finishing
+            receipt(batch)
         if batch == waiting + 1:
             refused = failure(invoke(project_dir, "run", "--quiet", schema="my_shop"))
             assert (
@@ -319,7 +345,7 @@ def test_each_newcomer_mistake_stops_in_one_line_naming_the_fix(
         log.sql(statement)
     log.sql("insert into shop_log.orders values ('o1', 'c1', 10.0, timestamp'2024-03-01 10:00', 1)")
     log.sql("insert into shop_log.orders values ('o2', 'c1', 5.0, null, 1)")  # no event time
-    log.sql("insert into shop_log.ingestion_batches values (1)")
+    log.sql("insert into shop_log.ingestion_batches values (1, 2)")
     assert invoke(project_dir, "run", "--select", "stg_orders", schema=schema).success
     for mistake, (file_name, sql, message) in WRITE_MISTAKES.items():
         model = project_dir / "models" / file_name

@@ -41,6 +41,8 @@
             ~ " rebuild the raw tables and models from the log."
         ) %}
     {% endif %}
+    {#- with the var kappa_receipts_record_count: each receipt counts its batch's rows -#}
+    {% do kappa._check_receipt_counts(row['last_batch_id'] | int) %}
     {% do state.update({'ingested_through': row['last_batch_id'] | int}) %}
     {{ return(state['ingested_through']) }}
 {% endmacro %}

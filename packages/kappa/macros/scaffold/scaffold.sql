@@ -29,7 +29,7 @@ create table if not exists {{ schema }}.{{ table }} (
     {{ batch }} bigint
 ) using parquet partitioned by ({{ batch }});
 
-create table if not exists {{ schema }}.{{ receipts }} (ingestion_batch_id bigint) using parquet;
+create table if not exists {{ schema }}.{{ receipts }} (ingestion_batch_id bigint, record_count bigint) using parquet;
     {%- endset -%}
     {%- set sources -%}
 # models/_sources.yml
