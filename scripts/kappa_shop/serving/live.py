@@ -1,0 +1,525 @@
+"""The live half of Kappa (`kappa-shop live`): one long-running process, one SparkSession, dbt
+invoked in it, looping until it is stopped. Each cycle ingests what the log holds (a landing
+zone or Kafka's topics, the same exactly-once ingestion as `kappa-shop ingest`), builds the
+served version of every model the new batches reach (`dbt build` without its tests: a model
+with nothing new sends no statement), runs the data tests every few cycles, records the cycle
+and prints one line. The same code keeps the models fresh and rebuilds them from the log
+(`kappa-shop reprocess`), and every late event is still exact: the contract's, the proof's.
+
+Freshness is a record's completion latency: from the moment it entered the log (the broker's
+timestamp of a Kafka record; a landed file's modification time) to the end of the cycle that
+wrote every model it reaches. A cycle accounts for the batches ingested since the last cycle
+that completed, so a batch a killed cycle ingested is counted, late, by the next.
+
+Cycles are recorded in the raw schema beside the log: `kappa_live_cycles` (one row per
+cycle) and `kappa_live_latency` (per cycle, how many records completed within each tenth of a
+second), which `kappa-shop live --status` reads. While the service runs it holds a lock file
+in the warehouse (`_live/<raw schema>.lock`, with its process id and start): a second service
+on the same log is refused, and a killed one's lock is free at once (the system releases it).
+
+Stopping: SIGTERM or Ctrl-C ends the loop at the next safe point (the current step done) with
+one line; a second Ctrl-C stops at once. A SIGKILL at any moment is repaired by the next start:
+ingestion's checkpoint and the contract's ledger and run lock (the next build redoes what the
+killed one did not commit), nothing lost or doubled.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from kappa_shop.errors import KappaShopError
+from kappa_shop.ingest.ingestion import BATCH_LOG_TABLE, KafkaSource, ensure_raw_tables, ingest
+from kappa_shop.ingest.landed_files import local_path
+from kappa_shop.log.format import TOPICS
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.warehouse import Warehouse, warehouse_dir
+from kappa_shop.serving.versions import build_served, open_serving
+
+CYCLES_TABLE = "kappa_live_cycles"
+LATENCY_TABLE = "kappa_live_latency"
+# the latency histogram's resolution: tenths of a second
+TICKS_PER_SECOND = 10
+PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
+
+
+@dataclass
+class Cycle:
+    """One cycle of the service, as recorded."""
+
+    number: int
+    started_at: datetime
+    ended_at: datetime
+    first_batch_id: int | None  # the batches it made visible (None: nothing new)
+    last_batch_id: int | None
+    records: int
+    ingest_seconds: float
+    build_seconds: float
+    tests_seconds: float | None  # None: no tests this cycle
+    model_seconds: dict[str, float] = field(default_factory=dict)
+    latency: dict[str, float] = field(default_factory=dict)  # p50, p95, p99, max (seconds)
+    error: str | None = None
+    untimed: int = 0  # records whose time in the log is unknown (their landed file removed)
+    # its records' completion latencies, in ticks: how many records completed within each
+    histogram: dict[int, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def batches(self) -> int:
+        if self.first_batch_id is None or self.last_batch_id is None:
+            return 0
+        return self.last_batch_id - self.first_batch_id + 1
+
+    def line(self) -> str:
+        """The cycle's one line."""
+        seconds = (self.ended_at - self.started_at).total_seconds()
+        said = f"live: cycle {self.number} ({seconds:.1f} s): "
+        if self.error and not self.batches:
+            return said + f"failed: {self.error}"
+        if not self.batches:
+            return said + "nothing new"
+        said += (
+            f"{self.batches} batch(es) {self.first_batch_id}..{self.last_batch_id}, "
+            f"{self.records:,} records; ingest {self.ingest_seconds:.1f} s, "
+            f"build {self.build_seconds:.1f} s"
+        )
+        slowest = sorted(self.model_seconds.items(), key=lambda item: -item[1])[:3]
+        if slowest:
+            said += " (" + ", ".join(f"{name} {value:.1f} s" for name, value in slowest) + ")"
+        if self.tests_seconds is not None:
+            said += f", tests {self.tests_seconds:.1f} s"
+        if self.latency:
+            said += "; latency " + ", ".join(
+                f"{name} {self.latency[name]:.1f} s" for name in ("p50", "p99", "max")
+            )
+        if self.untimed:
+            said += f" ({self.untimed:,} records untimed: their landed files were removed)"
+        if self.error:
+            said += f"; {self.error}"
+        return said
+
+
+def percentiles(histogram: dict[int, int]) -> dict[str, float]:
+    """p50, p95, p99 and max (seconds) of a histogram of latencies in ticks (nearest rank)."""
+    total = sum(histogram.values())
+    if not total:
+        return {}
+    ordered = sorted(histogram.items())
+    found: dict[str, float] = {}
+    for name, quantile in PERCENTILES:
+        rank, seen = max(1, math.ceil(quantile * total)), 0
+        for tick, count in ordered:
+            seen += count
+            if seen >= rank:
+                found[name] = tick / TICKS_PER_SECOND
+                break
+    found["max"] = ordered[-1][0] / TICKS_PER_SECOND
+    return found
+
+
+def ensure_tables(warehouse: Warehouse, raw_schema: str) -> None:
+    warehouse.sql(
+        f"create table if not exists {raw_schema}.{CYCLES_TABLE} ("
+        " cycle bigint, started_at timestamp, ended_at timestamp, first_batch_id bigint,"
+        " last_batch_id bigint, records bigint, ingest_seconds double, build_seconds double,"
+        " tests_seconds double, model_seconds map<string, double>, latency map<string, double>,"
+        " error string, untimed_records bigint) using parquet"
+    )
+    warehouse.sql(
+        f"create table if not exists {raw_schema}.{LATENCY_TABLE} ("
+        " cycle bigint, latency_ticks bigint, records bigint) using parquet"
+    )
+
+
+def recorded_cycles(warehouse: Warehouse, raw_schema: str, last: int | None = None) -> list[Cycle]:
+    """The recorded cycles, oldest first (the last `last` of them)."""
+    limit = f"order by cycle desc limit {last}" if last else "order by cycle desc"
+    rows = warehouse.sql(f"select * from {raw_schema}.{CYCLES_TABLE} {limit}")
+    return [
+        Cycle(
+            number=int(row["cycle"]),
+            started_at=row["started_at"],
+            ended_at=row["ended_at"],
+            first_batch_id=row["first_batch_id"],
+            last_batch_id=row["last_batch_id"],
+            records=int(row["records"] or 0),
+            ingest_seconds=float(row["ingest_seconds"] or 0.0),
+            build_seconds=float(row["build_seconds"] or 0.0),
+            tests_seconds=row["tests_seconds"],
+            model_seconds=dict(row["model_seconds"] or {}),
+            latency=dict(row["latency"] or {}),
+            error=row["error"],
+            untimed=int(row["untimed_records"] or 0),
+        )
+        for row in reversed(rows)
+    ]
+
+
+def _sql_text(value: str | None) -> str:
+    if value is None:
+        return "null"
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _sql_map(values: dict[str, float]) -> str:
+    if not values:
+        return "cast(map() as map<string, double>)"
+    pairs = ", ".join(
+        f"{_sql_text(key)}, cast({value!r} as double)" for key, value in values.items()
+    )
+    return f"map({pairs})"
+
+
+def _record(warehouse: Warehouse, raw_schema: str, cycle: Cycle, histogram: dict[int, int]) -> None:
+    """Append the cycle's row and its latency histogram (the histogram first: a cycle row is
+    written last, so a recorded cycle always has its latencies)."""
+    if histogram:
+        values = ", ".join(
+            f"({cycle.number}, {tick}, {count})" for tick, count in sorted(histogram.items())
+        )
+        warehouse.sql(f"insert into {raw_schema}.{LATENCY_TABLE} values {values}")
+
+    def number(value: int | float | None) -> str:
+        return "null" if value is None else repr(value)
+
+    warehouse.sql(
+        f"insert into {raw_schema}.{CYCLES_TABLE} values ("
+        f"{cycle.number}, timestamp'{cycle.started_at:%Y-%m-%d %H:%M:%S.%f}', "
+        f"timestamp'{cycle.ended_at:%Y-%m-%d %H:%M:%S.%f}', {number(cycle.first_batch_id)}, "
+        f"{number(cycle.last_batch_id)}, {cycle.records}, {cycle.ingest_seconds!r}, "
+        f"{cycle.build_seconds!r}, {number(cycle.tests_seconds)}, "
+        f"{_sql_map(cycle.model_seconds)}, {_sql_map(cycle.latency)}, {_sql_text(cycle.error)}, "
+        f"{cycle.untimed})"
+    )
+
+
+def _received_batches(warehouse: Warehouse, raw_schema: str) -> int:
+    """The last ingestion batch with a receipt (0: none)."""
+    rows = warehouse.sql(
+        f"select coalesce(max(ingestion_batch_id), 0) as last from {raw_schema}.{BATCH_LOG_TABLE}"
+    )
+    return int(rows[0]["last"])
+
+
+def _log_times(
+    warehouse: Warehouse, raw_schema: str, first: int, last: int, source: Path | KafkaSource
+) -> tuple[dict[float, int], int]:
+    """When the records of batches first..last entered the log (epoch seconds), with how many
+    records entered at each: the broker's timestamps of Kafka records; the modification times
+    of landed files. And how many records could not be timed (their landed file removed
+    since)."""
+    between = f"_ingestion_batch_id between {first} and {last}"
+    tables = [f"{raw_schema}.{topic.raw_table}" for topic in TOPICS]
+    if isinstance(source, KafkaSource):
+        union = " union all ".join(
+            "select unix_micros(to_timestamp(get_json_object(raw_record, '$.timestamp')))"
+            f" / 1e6 as entered from {table} where {between}"
+            for table in tables
+        )
+        rows = warehouse.sql(f"select entered, count(*) as records from ({union}) group by entered")
+        return {float(row["entered"]): int(row["records"]) for row in rows}, 0
+    union = " union all ".join(
+        f"select _source_file from {table} where {between}" for table in tables
+    )
+    rows = warehouse.sql(
+        f"select _source_file, count(*) as records from ({union}) group by _source_file"
+    )
+    times: dict[float, int] = {}
+    untimed = 0
+    for row in rows:
+        # (a landed file's name, relative to the landing zone)
+        path = source / local_path(str(row["_source_file"]))
+        if not path.exists():
+            untimed += int(row["records"])  # removed since: counted, not timed
+            continue
+        entered = path.stat().st_mtime
+        times[entered] = times.get(entered, 0) + int(row["records"])
+    return times, untimed
+
+
+def latency_histogram(log_times: dict[float, int], completed: datetime) -> dict[int, int]:
+    """Completion latencies, in ticks, of records that entered the log at `log_times`."""
+    end = completed.timestamp()
+    histogram: dict[int, int] = {}
+    for entered, count in log_times.items():
+        tick = max(0, int((end - entered) * TICKS_PER_SECOND))
+        histogram[tick] = histogram.get(tick, 0) + count
+    return histogram
+
+
+def service_lock_path(project: DbtProject) -> Path:
+    return warehouse_dir(project.warehouse()) / "_live" / f"{project.raw_schema}.lock"
+
+
+@contextmanager
+def _service_lock(project: DbtProject, source: str) -> Iterator[None]:
+    """Hold the service's lock file while the loop runs; refuse a second service on the log."""
+    path = service_lock_path(project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle: IO[str] = path.open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise KappaShopError(
+            f"a live service already runs on {project.raw_schema} ({holder}): stop it first "
+            "(SIGTERM), or see `kappa-shop live --status`"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    handle.write(json.dumps({"pid": os.getpid(), "started": started, "source": source}))
+    handle.flush()
+    try:
+        yield
+    finally:
+        handle.close()  # releases the lock (as a killed process's end does)
+
+
+def service_running(project: DbtProject) -> dict[str, Any] | None:
+    """The running service's pid, start and source, or None when none runs."""
+    path = service_lock_path(project)
+    if not path.exists():
+        return None
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            text = handle.read().strip()
+            return json.loads(text) if text else {}
+        return None
+
+
+class StopRequest:
+    """SIGTERM or Ctrl-C, asked for while the loop runs: the loop ends at its next safe point.
+    A second Ctrl-C stops at once."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.reason = ""
+
+    def __call__(self, signum: int, _frame: Any) -> None:
+        self.reason = signal.Signals(signum).name
+        self.event.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    @contextmanager
+    def installed(self) -> Iterator[StopRequest]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self  # signals reach the main thread only: a caller's event stops the loop
+            return
+        before = {sig: signal.signal(sig, self) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield self
+        finally:
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
+
+
+def run_live(
+    project: DbtProject,
+    source: Path | KafkaSource,
+    every: float = 10.0,
+    cycles: int | None = None,
+    tests_every: int = 10,
+    select: Sequence[str] = (),
+    say: Callable[[str], None] = print,
+    stop: StopRequest | None = None,
+    extra_jars: Sequence[Path] = (),
+) -> list[Cycle]:
+    """Loop until stopped (or for `cycles` cycles): ingest, build what the new batches reach,
+    every `tests_every`-th cycle with new data run the data tests, record and say the cycle.
+    A cycle starts every `every` seconds; one that overruns is followed at once by the next,
+    which takes everything new (backpressure). Returns the cycles it ran."""
+    if every < 0 or (cycles is not None and cycles < 1) or tests_every < 0:
+        raise KappaShopError("--every must be 0 or more, --cycles and --tests-every 1 or more")
+    shown = source.describe() if isinstance(source, KafkaSource) else str(source)
+    project.spark(extra_jars=extra_jars)  # started here, with the jars ingestion needs
+    warehouse = project.warehouse()
+    stop = stop or StopRequest()
+    ran: list[Cycle] = []
+    with _service_lock(project, shown), stop.installed():
+        ensure_raw_tables(warehouse, project.raw_schema)
+        ensure_tables(warehouse, project.raw_schema)
+        done = recorded_cycles(warehouse, project.raw_schema, last=1)
+        number = done[-1].number if done else 0
+        # the batches the recorded cycles made visible; a later one (ingested by a cycle killed
+        # before its record) is accounted for by the next cycle
+        accounted = _last_accounted(warehouse, project.raw_schema)
+        say(
+            f"live: {shown} -> {project.schema} (raw {project.raw_schema}), a cycle every "
+            f"{every:g} s, data tests every {tests_every} cycle(s) with new data; "
+            f"{'going on from cycle ' + str(number) if number else 'first cycle'}"
+        )
+        due = time.monotonic()
+        idle_said = False
+        while not stop.event.is_set() and (cycles is None or len(ran) < cycles):
+            cycle = _cycle(project, source, number + 1, accounted, tests_every, select, stop, say)
+            ran.append(cycle)
+            if cycle.batches or cycle.error:
+                # a cycle that built or failed is recorded and said; one that found nothing new
+                # is neither (a service idles for hours), but the first of a quiet spell says so
+                number = cycle.number
+                _record(warehouse, project.raw_schema, cycle, cycle.histogram)
+                accounted = cycle.last_batch_id or accounted
+                say(cycle.line())
+                idle_said = False
+            elif not idle_said:
+                say(
+                    f"live: up to date through ingestion batch {accounted}; waiting for new records"
+                )
+                idle_said = True
+            due += every
+            wait = due - time.monotonic()
+            if wait <= 0:
+                due = time.monotonic()  # overran: the next cycle starts now, with all that is new
+            elif cycles is None or len(ran) < cycles:
+                stop.event.wait(wait)
+        if stop.event.is_set():
+            say(f"live: stopped ({stop.reason or 'asked'}) after cycle {number}, at a safe point")
+    return ran
+
+
+def _cycle(
+    project: DbtProject,
+    source: Path | KafkaSource,
+    number: int,
+    accounted: int,
+    tests_every: int,
+    select: Sequence[str],
+    stop: StopRequest,
+    say: Callable[[str], None],
+) -> Cycle:
+    """One cycle: ingest; when batches beyond `accounted` have receipts, build what they reach
+    and time their records; every `tests_every`-th cycle that built (counting the recorded
+    ones), run the data tests. An error of ours (a broker away, a failed build) is the cycle's
+    error: the next cycle tries again, the contract making a rerun safe."""
+    warehouse = project.warehouse()
+    started = datetime.now(UTC).replace(tzinfo=None)
+    clock = time.monotonic()
+    cycle = Cycle(number, started, started, None, None, 0, 0.0, 0.0, None)
+    try:
+        ingest(project.spark(), source, project.raw_schema, progress=lambda _line: None,
+               warehouse=warehouse)  # fmt: skip
+        cycle.ingest_seconds = time.monotonic() - clock
+        received = _received_batches(warehouse, project.raw_schema)
+        if received > accounted and not stop.event.is_set():
+            clock = time.monotonic()
+            untested = ("--exclude-resource-type", "test", "unit_test", "--quiet")
+            result = build_served(project, (*untested, *_selection(select)), progress=say)
+            cycle.build_seconds = time.monotonic() - clock
+            cycle.ended_at = datetime.now(UTC).replace(tzinfo=None)
+            cycle.model_seconds = {
+                item.node.name: round(float(item.execution_time), 3)
+                for item in result.results
+                if item.node.resource_type == "model"
+            }
+            cycle.first_batch_id, cycle.last_batch_id = accounted + 1, received
+            times, cycle.untimed = _log_times(
+                warehouse, project.raw_schema, accounted + 1, received, source
+            )
+            cycle.records = sum(times.values()) + cycle.untimed
+            cycle.histogram = latency_histogram(times, cycle.ended_at.replace(tzinfo=UTC))
+            cycle.latency = percentiles(cycle.histogram)
+            built = _built_cycles(warehouse, project.raw_schema) + 1
+            if tests_every and built % tests_every == 0 and not stop.event.is_set():
+                clock = time.monotonic()
+                try:
+                    _run_tests(project, select)
+                except KappaShopError as failed:
+                    # the models are built and served: their tests' failure is said, not undone
+                    cycle.error = "data tests failed: " + str(failed).splitlines()[0]
+                cycle.tests_seconds = time.monotonic() - clock
+    except KappaShopError as error:
+        cycle.error = str(error).splitlines()[0] if str(error) else repr(error)
+    if cycle.ended_at == started:
+        cycle.ended_at = datetime.now(UTC).replace(tzinfo=None)
+    return cycle
+
+
+def _built_cycles(warehouse: Warehouse, raw_schema: str) -> int:
+    """How many recorded cycles built new batches."""
+    rows = warehouse.sql(
+        f"select count(*) as built from {raw_schema}.{CYCLES_TABLE} where last_batch_id is not null"
+    )
+    return int(rows[0]["built"])
+
+
+def _last_accounted(warehouse: Warehouse, raw_schema: str) -> int:
+    rows = warehouse.sql(
+        f"select coalesce(max(last_batch_id), 0) as last from {raw_schema}.{CYCLES_TABLE}"
+    )
+    return int(rows[0]["last"])
+
+
+def _selection(select: Sequence[str]) -> tuple[str, ...]:
+    return ("--select", *select) if select else ()
+
+
+def _run_tests(project: DbtProject, select: Sequence[str]) -> None:
+    """The data tests of the served version (of the selected models)."""
+    served = open_serving(project.warehouse(), project.schema).served
+    if served is None:
+        return
+    destination = project.destination.at_version(served)
+    # of a selection, the tests whose every parent is selected (a test that also reads a model
+    # the service does not keep would read a table that is not there)
+    narrowed = ("--indirect-selection", "cautious", *_selection(select)) if select else ()
+    project.to(destination).invoke("test", "--exclude-resource-type", "unit_test", "--quiet",
+                                   *narrowed)  # fmt: skip
+
+
+def status(project: DbtProject, last: int = 10) -> str:
+    """`kappa-shop live --status`: whether the service runs, its last cycles, the completion
+    latency of the records of the last hour, and what the log holds beyond the last cycle."""
+    warehouse = project.warehouse()
+    running = service_running(project)
+    lines = [
+        f"live on {project.raw_schema}: "
+        + (
+            f"running (pid {running.get('pid')}, since {running.get('started')}, "
+            f"{running.get('source')})"
+            if running is not None
+            else "not running"
+        )
+    ]
+    tables = {
+        str(row["tableName"]) for row in warehouse.sql(f"show tables in {project.raw_schema}")
+    }
+    if CYCLES_TABLE not in tables:
+        return "\n".join([*lines, "no cycle recorded yet"])
+    cycles = recorded_cycles(warehouse, project.raw_schema, last=last)
+    lines += [cycle.line() for cycle in cycles]
+    rows = warehouse.sql(
+        f"select latency_ticks, sum(records) as records from {project.raw_schema}.{LATENCY_TABLE}"
+        f" where cycle in (select cycle from {project.raw_schema}.{CYCLES_TABLE}"
+        "  where ended_at >= current_timestamp() - interval 1 hour)"
+        " group by latency_ticks"
+    )
+    histogram = {int(row["latency_ticks"]): int(row["records"]) for row in rows}
+    found = percentiles(histogram)
+    if found:
+        lines.append(
+            f"completion latency, last hour ({sum(histogram.values()):,} records): "
+            + ", ".join(f"{name} {found[name]:.1f} s" for name in ("p50", "p95", "p99", "max"))
+        )
+    accounted = _last_accounted(warehouse, project.raw_schema)
+    received = _received_batches(warehouse, project.raw_schema)
+    lines.append(
+        f"ingested through batch {received}; models built through batch {accounted}"
+        + (f" ({received - accounted} batch(es) waiting)" if received > accounted else "")
+    )
+    return "\n".join(lines)

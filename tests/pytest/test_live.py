@@ -1,0 +1,173 @@
+"""The live service (kappa_shop.serving.live, `kappa-shop live`, docs/live.md) in this process,
+on the suite's Spark, on parquet (`local`): the sample log delivered into a landing zone in
+parts, a cycle after each part (the service's own loop, `cycles=1` at a time, as a restart
+would run it); the cycles recorded, each record's completion latency timed from its file's
+arrival, the data tests run every second cycle that built; a stop asked for during a cycle
+ends the loop after it, at a safe point; a second service on the same log is refused; `kappa-shop
+status` reads it all back; and at the end every model the service keeps equals a full refresh
+of the same raw tables. (A SIGKILL of the service and a broker that goes away: not yet tested,
+docs/live.md.)"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kappa_shop.errors import KappaShopError
+from kappa_shop.log.format import TOPICS
+from kappa_shop.log.landing import batch_numbers, deliver
+from kappa_shop.proof.diff import diff_models
+from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.serving import live
+from kappa_shop.serving.pipeline import prepare_sample_log
+from kappa_shop.serving.versions import open_serving, version_schema
+
+SCHEMA = "live_service"
+# the models the service keeps here: one of each mode (orders by day, current orders, and the
+# staging they read)
+SELECT = ("+orders_daily", "+orders_current")
+
+
+@pytest.fixture(scope="module")
+def service(spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFactory):
+    patch = pytest.MonkeyPatch()
+    patch.setenv("KAPPA_SHOP_SCHEMA", SCHEMA)
+    project = DbtProject(root=project_copy, target="local", profiles_dir=project_copy)
+    warehouse = project.warehouse()
+    for row in warehouse.sql(f"show schemas like '{SCHEMA}*'"):
+        warehouse.sql(f"drop schema {row['namespace']} cascade")
+    log_dir = prepare_sample_log(project)
+    landing = tmp_path_factory.mktemp("live-landing")
+    batches = batch_numbers(log_dir)
+    assert len(batches) >= 5
+    said: list[str] = []
+    seen: dict[str, Any] = {"said": said}
+
+    def cycle(numbers: list[int], **options: Any) -> list[live.Cycle]:
+        if numbers:
+            deliver(log_dir, landing, numbers)
+        return live.run_live(
+            project, landing, every=0, tests_every=2, select=SELECT, say=said.append, **options
+        )
+
+    seen["first"] = cycle(batches[:2], cycles=1)
+    seen["second"] = cycle(batches[2:3], cycles=1)  # the second that builds: tests run
+    seen["idle"] = cycle([], cycles=1)
+    # a stop asked for (SIGTERM's way) while a cycle runs: the loop ends after that cycle
+    stop = live.StopRequest()
+
+    def stopping(line: str) -> None:
+        said.append(line)
+        if line.startswith("live: cycle"):
+            stop.event.set()
+
+    deliver(log_dir, landing, batches[3:])
+    seen["stopped"] = live.run_live(
+        project, landing, every=0, tests_every=2, select=SELECT, say=stopping, stop=stop
+    )
+    # a second service on the same log while one holds its lock
+    with live._service_lock(project, "the test"), pytest.raises(KappaShopError) as refused:
+        live.run_live(project, landing, cycles=1, select=SELECT, say=said.append)
+    seen["refused"] = str(refused.value)
+    seen["status"] = live.status(project)
+    seen["cycles"] = live.recorded_cycles(warehouse, project.raw_schema)
+    seen["raw records"] = sum(
+        int(
+            warehouse.sql(f"select count(*) as n from {project.raw_schema}.{topic.raw_table}")[0][
+                "n"
+            ]
+        )
+        for topic in TOPICS
+    )
+    seen["landing"] = landing
+    # the full refresh of the same raw tables, beside
+    full = project.elsewhere(f"{SCHEMA}_full", project.raw_schema)
+    result = full.invoke("run", "--full-refresh", "--quiet", "--select", *SELECT)
+    grains = {
+        item.node.name: list((item.node.config.meta or {}).get("grain", []))
+        for item in result.results
+        if item.node.resource_type == "model"
+    }
+    served = open_serving(warehouse, SCHEMA).served
+    assert served is not None
+    seen["diffs"] = diff_models(warehouse, grains, version_schema(SCHEMA, served), f"{SCHEMA}_full")
+    yield seen
+    patch.undo()
+
+
+def test_every_model_the_service_keeps_equals_a_full_refresh(service):
+    diffs = service["diffs"]
+    assert [diff.model for diff in diffs] == [
+        "orders_current",
+        "orders_daily",
+        "stg_orders__order_event_deliveries",
+        "stg_orders__order_events",
+    ]
+    assert [diff.model for diff in diffs if not diff.equal] == []
+    assert all(diff.full_rows > 0 for diff in diffs)
+
+
+def test_each_cycle_that_built_is_recorded_with_its_batches_records_and_latency(service):
+    cycles = service["cycles"]
+    assert [cycle.number for cycle in cycles] == [1, 2, 3]
+    # the batches they made visible tile 1..N, every record of the raw tables counted once
+    assert cycles[0].first_batch_id == 1
+    for before, after in itertools.pairwise(cycles):
+        assert after.first_batch_id == before.last_batch_id + 1
+    assert sum(cycle.records for cycle in cycles) == service["raw records"]
+    assert [(cycle.error, cycle.untimed) for cycle in cycles] == [(None, 0)] * 3
+    for cycle in cycles:
+        latency = cycle.latency
+        assert 0 <= latency["p50"] <= latency["p95"] <= latency["p99"] <= latency["max"]
+        # no later than the cycle's end, no sooner than its start, after the files arrived
+        assert latency["max"] >= (cycle.ended_at - cycle.started_at).total_seconds() - 0.1
+        assert {"orders_daily", "orders_current"} <= set(cycle.model_seconds)
+        assert cycle.build_seconds > 0
+    # the data tests ran in the second cycle that built, and only there
+    assert [cycle.tests_seconds is not None for cycle in cycles] == [False, True, False]
+    lines = [line for line in service["said"] if line.startswith("live: cycle")]
+    assert lines == [cycle.line() for cycle in cycles]
+    assert lines[1].startswith("live: cycle 2 (") and ", tests " in lines[1]
+
+
+def test_a_cycle_with_nothing_new_is_neither_recorded_nor_said_but_once(service):
+    (idle,) = service["idle"]
+    assert idle.batches == 0 and idle.error is None
+    through = service["cycles"][1].last_batch_id
+    waiting = f"live: up to date through ingestion batch {through}; waiting for new records"
+    assert service["said"].count(waiting) == 1, service["said"]
+    assert len(service["cycles"]) == 3  # (the idle cycle not among them)
+
+
+def test_a_stop_ends_the_loop_after_its_cycle_at_a_safe_point(service):
+    (stopped,) = service["stopped"]
+    assert stopped.number == 3 and stopped.batches > 0
+    # its last two lines: the cycle's, then the stop's (the refused service said nothing)
+    assert service["said"][-2:] == [
+        stopped.line(),
+        "live: stopped (asked) after cycle 3, at a safe point",
+    ]
+
+
+def test_a_second_service_on_the_same_log_is_refused(service):
+    assert service["refused"].startswith(f"a live service already runs on {SCHEMA}_raw ("), service[
+        "refused"
+    ]
+    assert f'"pid": {os.getpid()}' in service["refused"]
+    assert "the test" in service["refused"]
+
+
+def test_status_reads_the_cycles_back(service):
+    lines = service["status"].splitlines()
+    assert lines[0] == f"live on {SCHEMA}_raw: not running"
+    cycles = service["cycles"]
+    assert lines[1:4] == [cycle.line() for cycle in cycles]
+    assert lines[4].startswith(
+        f"completion latency, last hour ({service['raw records']:,} records): p50 "
+    )
+    last = cycles[-1].last_batch_id
+    assert lines[5] == f"ingested through batch {last}; models built through batch {last}"
