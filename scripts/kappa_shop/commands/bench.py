@@ -64,6 +64,27 @@ def register(commands: Subcommands) -> None:
         "what it is built from too); sessions, orders_daily, page_views and their parents "
         "are always built, for the steps that compare them (default: every model)",
     )
+    bench.add_argument(
+        "--live",
+        action="store_true",
+        help="instead: the live service's freshness under load: --events of history built, "
+        "then a continuing log delivered at --rate events/s for --minutes while `kappa-shop "
+        "live` runs (docs/live.md); completion latency, cycles, throughput, CPU, memory, and "
+        "every model compared with a full refresh (results: bench-live-<rate>-<minutes>.md)",
+    )
+    bench.add_argument(
+        "--rate", type=float, default=1000.0, help="with --live: events per second (default 1000)"
+    )
+    bench.add_argument(
+        "--minutes", type=float, default=30.0, help="with --live: minutes of load (default 30)"
+    )
+    bench.add_argument(
+        "--every",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="with --live: the service's cycle interval (default 5)",
+    )
     bench.set_defaults(handler=run)
 
 
@@ -76,6 +97,21 @@ def run(arguments: argparse.Namespace) -> int:
     check_schema_name(arguments.schema, project.target_name)
     project = project.elsewhere(arguments.schema, f"{arguments.schema}_raw")
     work_dir = (arguments.work_dir or project.root / "data" / "bench").resolve()
+    if arguments.live:
+        from kappa_shop.bench.live import run_live_bench, write_live_results
+
+        work_dir.mkdir(parents=True, exist_ok=True)
+        live = run_live_bench(
+            project, arguments.events, arguments.rate, arguments.minutes, work_dir,
+            every=arguments.every, seed=arguments.seed,
+        )  # fmt: skip
+        print(live.markdown())
+        for path in write_live_results(live, work_dir):
+            print(f"Wrote {path}")
+        if live.failed:
+            print(f"kappa-shop bench --live: the models differ: {live.check}", file=sys.stderr)
+            return 1
+        return 0
     if arguments.successive:
         report = run_successive(
             project,

@@ -361,7 +361,13 @@ def run_live(
         accounted = _last_accounted(warehouse, project.raw_schema)
         say(
             f"live: {shown} -> {project.schema} (raw {project.raw_schema}), a cycle every "
-            f"{every:g} s, data tests every {tests_every} cycle(s) with new data; "
+            f"{every:g} s, "
+            + (
+                f"data tests every {tests_every} cycle(s) that built"
+                if tests_every
+                else "no data tests"
+            )
+            + "; "
             f"{'going on from cycle ' + str(number) if number else 'first cycle'}"
         )
         due = time.monotonic()
