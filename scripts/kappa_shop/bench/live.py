@@ -32,7 +32,7 @@ from typing import Any
 from kappa_shop.bench.checks import check_models
 from kappa_shop.bench.sampler import tree_cpu_seconds, tree_rss
 from kappa_shop.errors import KappaShopError
-from kappa_shop.ingest.ingestion import ingest
+from kappa_shop.ingest.ingestion import checkpoint_dir, ingest
 from kappa_shop.log.config import GeneratorConfig
 from kappa_shop.log.generator import generate, read_manifest
 from kappa_shop.log.landing import batch_numbers, deliver
@@ -149,8 +149,11 @@ def run_live_bench(
         raise KappaShopError("bench --live runs on an embedded-Spark target (method: session)")
     report = LiveBenchReport(history_events, rate, minutes, every)
     warehouse = project.warehouse()
+    # from nothing: the schema's, its versions', raw and comparison schemas, and ingestion's
+    # checkpoint of the raw schema
     for row in warehouse.sql(f"show schemas like '{project.schema}*'"):
         warehouse.sql(f"drop schema {row['namespace']} cascade")
+    shutil.rmtree(checkpoint_dir(warehouse, project.raw_schema), ignore_errors=True)
     landing = work_dir / f"live-landing-{rate:g}-{minutes:g}"
     history_log = work_dir / f"live-history-{history_events}-{seed}"
     live_log = work_dir / f"live-log-{rate:g}-{minutes:g}-{seed}"
