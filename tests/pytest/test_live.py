@@ -3,9 +3,9 @@ on the suite's Spark, on parquet (`local`): the sample log delivered into a land
 parts, a cycle after each part (the service's own loop, `cycles=1` at a time, as a restart
 would run it); the cycles recorded, each record's completion latency timed from its file's
 arrival, the data tests run every second cycle that built; a stop asked for during a cycle
-ends the loop after it, at a safe point; a second service on the same log is refused; `kappa-shop
-status` reads it all back; and at the end every model the service keeps equals a full refresh
-of the same raw tables. (A SIGKILL of the service and a broker that goes away: not yet tested,
+ends the loop after it, at a safe point; a failure that repeats is said and recorded once; a
+second service on the same log is refused; `kappa-shop status` reads it all back; and at the
+end every model the service keeps equals a full refresh of the same raw tables. (A SIGKILL of the service and a broker that goes away: not yet tested,
 docs/live.md.)"""
 
 from __future__ import annotations
@@ -171,3 +171,23 @@ def test_status_reads_the_cycles_back(service):
     )
     last = cycles[-1].last_batch_id
     assert lines[5] == f"ingested through batch {last}; models built through batch {last}"
+
+
+def test_a_failure_that_repeats_is_said_and_recorded_once(
+    spark: Any, project_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a landing zone that is not there: every cycle fails the same way, as while a broker is away
+    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", "live_failing")
+    project = DbtProject(root=project_copy, target="local", profiles_dir=project_copy)
+    warehouse = project.warehouse()
+    warehouse.sql("drop schema if exists live_failing_raw cascade")
+    said: list[str] = []
+    ran = live.run_live(project, tmp_path / "nowhere", every=0, cycles=3, say=said.append)
+    assert len(ran) == 3 and ran[0].error, ran
+    assert [cycle.error for cycle in ran] == [ran[0].error] * 3
+    assert str(tmp_path / "nowhere") in ran[0].error
+    failed = [line for line in said if line.startswith("live: cycle")]
+    assert failed == [ran[0].line()]
+    assert failed[0].startswith("live: cycle 1 (") and f"failed: {ran[0].error}" in failed[0]
+    recorded = live.recorded_cycles(warehouse, project.raw_schema)
+    assert [(cycle.number, cycle.error) for cycle in recorded] == [(1, ran[0].error)]

@@ -345,7 +345,7 @@ def run_live(
     A cycle starts every `every` seconds; one that overruns is followed at once by the next,
     which takes everything new (backpressure). Returns the cycles it ran."""
     if every < 0 or (cycles is not None and cycles < 1) or tests_every < 0:
-        raise KappaShopError("--every must be 0 or more, --cycles and --tests-every 1 or more")
+        raise KappaShopError("--every and --tests-every must be 0 or more, --cycles at least 1")
     shown = source.describe() if isinstance(source, KafkaSource) else str(source)
     project.spark(extra_jars=extra_jars)  # started here, with the jars ingestion needs
     warehouse = project.warehouse()
@@ -372,18 +372,25 @@ def run_live(
         )
         due = time.monotonic()
         idle_said = False
+        failing = None  # the error the last failed cycle said
         while not stop.event.is_set() and (cycles is None or len(ran) < cycles):
             cycle = _cycle(project, source, number + 1, accounted, tests_every, select, stop, say)
             ran.append(cycle)
-            if cycle.batches or cycle.error:
+            if cycle.batches or (cycle.error and cycle.error != failing):
                 # a cycle that built or failed is recorded and said; one that found nothing new
-                # is neither (a service idles for hours), but the first of a quiet spell says so
+                # is neither (a service idles for hours), but the first of a quiet spell says so,
+                # and a failure the cycle before said already (a broker away for an hour) is
+                # not said again until it changes or ends
                 number = cycle.number
                 _record(warehouse, project.raw_schema, cycle, cycle.histogram)
                 accounted = cycle.last_batch_id or accounted
                 say(cycle.line())
                 idle_said = False
+                failing = cycle.error if not cycle.batches else None
+            elif cycle.error:
+                pass  # the same failure again: said once, when it began
             elif not idle_said:
+                failing = None
                 say(
                     f"live: up to date through ingestion batch {accounted}; waiting for new records"
                 )
