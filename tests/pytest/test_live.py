@@ -5,8 +5,8 @@ would run it); the cycles recorded, each record's completion latency timed from 
 arrival, the data tests run every second cycle that built; a stop asked for during a cycle
 ends the loop after it, at a safe point; a failure that repeats is said and recorded once; a
 second service on the same log is refused; `kappa-shop status` reads it all back; and at the
-end every model the service keeps equals a full refresh of the same raw tables. (A SIGKILL of the service and a broker that goes away: not yet tested,
-docs/live.md.)"""
+end every model the service keeps equals a full refresh of the same raw tables. (A SIGKILL of
+the service and a broker that goes away: not yet tested, docs/live.md.)"""
 
 from __future__ import annotations
 
