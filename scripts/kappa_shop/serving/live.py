@@ -44,7 +44,7 @@ from kappa_shop.ingest.ingestion import BATCH_LOG_TABLE, KafkaSource, ensure_raw
 from kappa_shop.ingest.landed_files import local_path
 from kappa_shop.log.format import TOPICS
 from kappa_shop.runtime.dbt import DbtProject
-from kappa_shop.runtime.warehouse import Warehouse, warehouse_dir
+from kappa_shop.runtime.warehouse import Warehouse, table_names, warehouse_dir
 from kappa_shop.serving.versions import build_served, open_serving
 
 CYCLES_TABLE = "kappa_live_cycles"
@@ -509,10 +509,7 @@ def status(project: DbtProject, last: int = 10) -> str:
             else "not running"
         )
     ]
-    tables = {
-        str(row["tableName"]) for row in warehouse.sql(f"show tables in {project.raw_schema}")
-    }
-    if CYCLES_TABLE not in tables:
+    if CYCLES_TABLE not in table_names(warehouse, project.raw_schema):  # (none: no schema yet)
         return "\n".join([*lines, "no cycle recorded yet"])
     cycles = recorded_cycles(warehouse, project.raw_schema, last=last)
     lines += [cycle.line() for cycle in cycles]
