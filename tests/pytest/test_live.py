@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from kappa_shop.bench.checks import model_grains
 from kappa_shop.errors import KappaShopError
 from kappa_shop.log.format import TOPICS
 from kappa_shop.log.landing import batch_numbers, deliver
@@ -87,11 +88,7 @@ def service(spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFac
     # the full refresh of the same raw tables, beside
     full = project.elsewhere(f"{SCHEMA}_full", project.raw_schema)
     result = full.invoke("run", "--full-refresh", "--quiet", "--select", *SELECT)
-    grains = {
-        item.node.name: list((item.node.config.meta or {}).get("grain", []))
-        for item in result.results
-        if item.node.resource_type == "model"
-    }
+    grains = model_grains(result)
     served = open_serving(warehouse, SCHEMA).served
     assert served is not None
     seen["diffs"] = diff_models(warehouse, grains, version_schema(SCHEMA, served), f"{SCHEMA}_full")

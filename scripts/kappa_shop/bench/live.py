@@ -29,7 +29,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from kappa_shop.bench.checks import check_models
+from kappa_shop.bench.checks import check_models, model_grains
 from kappa_shop.bench.sampler import tree_cpu_seconds, tree_rss
 from kappa_shop.errors import KappaShopError
 from kappa_shop.ingest.ingestion import checkpoint_dir, ingest
@@ -183,10 +183,10 @@ def run_live_bench(
     say(f"bench --live: history built in {report.history_build_seconds:.0f} s")
     # the history's cycle: its batches accounted for, not timed (they were not live)
     live.ensure_tables(warehouse, project.raw_schema)
-    received = live._received_batches(warehouse, project.raw_schema)
+    received = live.received_through(warehouse, project.raw_schema)
     now = _now()
     history = live.Cycle(0, now, now, 1, received, 0, 0.0, 0.0, None)
-    live._record(warehouse, project.raw_schema, history, {})
+    live.record_cycle(warehouse, project.raw_schema, history, {})
 
     # the load: an arrival batch every INTERVAL seconds, from a thread
     batches = batch_numbers(live_log)
@@ -262,11 +262,7 @@ def run_live_bench(
     say("bench --live: comparing every model with a full refresh ...")
     full = project.elsewhere(f"{project.schema}_full", project.raw_schema)
     result = full.invoke("run", "--full-refresh", "--quiet")
-    grains = {
-        item.node.name: list((item.node.config.meta or {}).get("grain", []))
-        for item in result.results
-        if item.node.resource_type == "model"
-    }
+    grains = model_grains(result)
     served = open_serving(warehouse, project.schema).served
     report.check = check_models(
         warehouse, grains, version_schema(project.schema, served or 1), f"{project.schema}_full"

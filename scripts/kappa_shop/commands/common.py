@@ -120,6 +120,16 @@ def kafka_source(arguments: argparse.Namespace) -> KafkaSource:
     return source
 
 
+def log_source(arguments: argparse.Namespace) -> tuple[Any, list[Path]]:
+    """The log a command reads, --landing DIR or --kafka (its brokers probed: kafka_source),
+    and the jars its Spark needs for it (Spark's Kafka connector, for --kafka)."""
+    from kappa_shop.runtime.kafka import connector_jars
+
+    if arguments.kafka:
+        return kafka_source(arguments), connector_jars()
+    return arguments.landing.resolve(), []
+
+
 def project_root(arguments: argparse.Namespace) -> Path:
     """The dbt project's root: --project-dir, else the nearest directory upward with
     dbt_project.yml (one line when there is none)."""

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from kappa_shop.commands.common import (
     Subcommands,
     add_kafka_settings,
     add_target,
-    kafka_source,
+    log_source,
     open_project,
     project_root,
 )
@@ -56,7 +55,6 @@ def register(commands: Subcommands) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     from kappa_shop.ingest.ingestion import check_landing_zone, ingest
-    from kappa_shop.runtime.kafka import connector_jars
 
     root = project_root(arguments)
     if arguments.landing is not None:  # bad input is one line, before Spark starts
@@ -64,11 +62,7 @@ def run(arguments: argparse.Namespace) -> int:
     project = open_project(arguments, root)
     if arguments.max_files_per_batch is not None and arguments.max_files_per_batch < 1:
         raise KappaShopError("--max-files-per-batch must be at least 1")
-    source: Any = arguments.landing
-    jars: list[Path] = []
-    if arguments.kafka:
-        source = kafka_source(arguments)
-        jars = connector_jars()
+    source, jars = log_source(arguments)
     spark = project.spark(extra_jars=jars)
     warehouse = project.warehouse()
     shown = "the topics" if arguments.kafka else arguments.landing

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from kappa_shop.commands.common import (
     Subcommands,
     add_kafka_settings,
     add_target,
-    kafka_source,
+    log_source,
     open_project,
     project_root,
 )
@@ -64,18 +63,13 @@ def register(commands: Subcommands) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     from kappa_shop.ingest.ingestion import check_landing_zone
-    from kappa_shop.runtime.kafka import connector_jars
     from kappa_shop.serving.live import run_live
 
     root = project_root(arguments)
     if arguments.landing is not None:  # bad input is one line, before Spark starts
         check_landing_zone(arguments.landing.resolve())
     project = open_project(arguments, root)
-    source: Any = arguments.landing.resolve() if arguments.landing is not None else None
-    jars: list[Path] = []
-    if arguments.kafka:
-        source = kafka_source(arguments)
-        jars = connector_jars()
+    source, jars = log_source(arguments)
     run_live(
         project,
         source,

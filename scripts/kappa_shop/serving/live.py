@@ -180,7 +180,9 @@ def _sql_map(values: dict[str, float]) -> str:
     return f"map({pairs})"
 
 
-def _record(warehouse: Warehouse, raw_schema: str, cycle: Cycle, histogram: dict[int, int]) -> None:
+def record_cycle(
+    warehouse: Warehouse, raw_schema: str, cycle: Cycle, histogram: dict[int, int]
+) -> None:
     """Append the cycle's row and its latency histogram (the histogram first: a cycle row is
     written last, so a recorded cycle always has its latencies)."""
     if histogram:
@@ -203,7 +205,7 @@ def _record(warehouse: Warehouse, raw_schema: str, cycle: Cycle, histogram: dict
     )
 
 
-def _received_batches(warehouse: Warehouse, raw_schema: str) -> int:
+def received_through(warehouse: Warehouse, raw_schema: str) -> int:
     """The last ingestion batch with a receipt (0: none)."""
     rows = warehouse.sql(
         f"select coalesce(max(ingestion_batch_id), 0) as last from {raw_schema}.{BATCH_LOG_TABLE}"
@@ -382,7 +384,7 @@ def run_live(
                 # and a failure the cycle before said already (a broker away for an hour) is
                 # not said again until it changes or ends
                 number = cycle.number
-                _record(warehouse, project.raw_schema, cycle, cycle.histogram)
+                record_cycle(warehouse, project.raw_schema, cycle, cycle.histogram)
                 accounted = cycle.last_batch_id or accounted
                 say(cycle.line())
                 idle_said = False
@@ -428,7 +430,7 @@ def _cycle(
         ingest(project.spark(), source, project.raw_schema, progress=lambda _line: None,
                warehouse=warehouse)  # fmt: skip
         cycle.ingest_seconds = time.monotonic() - clock
-        received = _received_batches(warehouse, project.raw_schema)
+        received = received_through(warehouse, project.raw_schema)
         if received > accounted and not stop.event.is_set():
             clock = time.monotonic()
             untested = ("--exclude-resource-type", "test", "unit_test", "--quiet")
@@ -527,7 +529,7 @@ def status(project: DbtProject, last: int = 10) -> str:
             + ", ".join(f"{name} {found[name]:.1f} s" for name in ("p50", "p95", "p99", "max"))
         )
     accounted = _last_accounted(warehouse, project.raw_schema)
-    received = _received_batches(warehouse, project.raw_schema)
+    received = received_through(warehouse, project.raw_schema)
     lines.append(
         f"ingested through batch {received}; models built through batch {accounted}"
         + (f" ({received - accounted} batch(es) waiting)" if received > accounted else "")
