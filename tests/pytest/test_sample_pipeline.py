@@ -201,6 +201,26 @@ def test_gap_test_fails_on_sessions_closer_than_the_gap(built_project):
         )
 
 
+def test_the_not_null_test_names_each_column_holding_nulls_and_how_many(built_project, spark):
+    # the project's one not-null test per model (macros/tests/test_not_null_columns.sql), on a
+    # table whose second and third columns hold nulls: a row per such column, with its count
+    spark.sql("create schema not_null_check")
+    try:
+        spark.sql(
+            "create table not_null_check.t using parquet as select * from values "
+            "(1, 'a', null), (2, null, null), (3, 'c', 7) as t(id, name, `value`)"
+        )
+        rows = built_project.dbt.query(
+            "{{ test_not_null_columns('not_null_check.t', ['id', 'name', 'value']) }}"
+        )
+    finally:
+        spark.sql("drop schema not_null_check cascade")
+    assert sorted((row["column_name"], row["null_rows"]) for row in rows) == [
+        ("name", 1),
+        ("value", 2),
+    ]
+
+
 def test_files_left_by_a_kill_inside_a_table_swap_are_cleared(built_project, spark, tmp_path):
     # A full refresh builds `sessions__kappa_build_<run>`, drops `sessions`, renames the build
     # into place. The metastore's DROP commits before it deletes the table's files, so a kill
