@@ -145,7 +145,12 @@ def test_the_proof_passes_on_delta(delta_proof):
     labels = [label for label, _ in report.data_tests_run]
     counts = dict(report.data_tests_run)
     assert labels[-2:] == ["replay of the last runs", "full refresh"], labels
-    assert counts["replay of the last runs"] == 0 and counts["full refresh"] >= 100, counts
+    listed = delta_proof.project.invoke(
+        "ls", "--quiet", "--resource-type", "test", "--selector", SMALL_PROOF.selector,
+        "--output", "name",
+    )  # fmt: skip
+    assert counts["replay of the last runs"] == 0, counts
+    assert counts["full refresh"] == len(list(listed)) > 0, counts
 
 
 def test_every_model_is_a_delta_table_and_each_run_one_commit(delta_history):
@@ -319,7 +324,7 @@ def test_switching_the_format_rebuilds_each_model_once_and_loses_nothing(format_
     ), formats
     # (every data and unit test the project has, as `dbt ls` names them, passed on Delta)
     passed = builds["delta"].tests_passed
-    assert passed == len(tests) >= 300, (passed, len(tests))
+    assert passed == len(tests) > 100, (passed, len(tests))
     catalog = json.loads((docs / "catalog.json").read_text())
     assert "model.kappa_shop.sessions" in catalog["nodes"]
     # and back to parquet: the same rows again
