@@ -75,8 +75,11 @@ def test_help_explains_every_subcommand_and_option():
         assert result.stdout.startswith(f"usage: kappa-shop {subcommand}")
         assert "--help" in result.stdout
     build = _kappa_shop("build", "--help", path=os.environ["PATH"])
-    for option in ("--target", "--no-docs"):
+    for option in ("--target", "--no-docs", "--unit-tests"):
         assert option in build.stdout
+    # the data tests skipped, or the unit tests added: not both
+    both = _kappa_shop("build", "--no-tests", "--unit-tests", path=os.environ["PATH"])
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr, both.stderr
 
 
 def test_bad_arguments_and_configuration_are_one_line_each(tmp_path):

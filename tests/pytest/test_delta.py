@@ -253,9 +253,10 @@ VERSION = "delta_switch__v1"
 
 @pytest.fixture(scope="module")
 def format_switch(spark, project_copy, tmp_path_factory):
-    """One schema built from the seed log on parquet, then on Delta (every data and unit test
-    and the docs too), then on parquet again (the parquet builds' tests left out:
-    test_sample_pipeline runs them on parquet, and here the rows are what is compared): each
+    """One schema built from the seed log on parquet, then on Delta (every data test and the
+    docs too; the unit tests, which read fixtures, are test_sample_pipeline's), then on
+    parquet again (the parquet builds' tests left out: test_sample_pipeline runs them on
+    parquet, and here the rows are what is compared): each
     build's summary, the formats after the second, the tests `dbt ls` names and the docs'
     catalog (generated into a target path of its own: the project copy's is the sample's)."""
     parquet, delta = (
@@ -265,10 +266,7 @@ def format_switch(spark, project_copy, tmp_path_factory):
             DbtProject(root=project_copy, target=TARGET, profiles_dir=project_copy),
         )
     )
-    listed = delta.invoke(
-        "ls", "--quiet", "--resource-type", "test", "--resource-type", "unit_test",
-        "--output", "name",
-    )  # fmt: skip
+    listed = delta.invoke("ls", "--quiet", "--resource-type", "test", "--output", "name")
     tests = list(listed)
     builds = {}
     docs = tmp_path_factory.mktemp("delta_switch_docs")
@@ -307,7 +305,7 @@ def test_switching_the_format_rebuilds_each_model_once_and_loses_nothing(format_
     assert len(parquet) == 35 and sum(parquet.values()) > 0
     # on Delta: every model rebuilt once as a Delta table (a parquet table cannot be written in
     # place), with the same rows (the same checksum of every column of every row), every data
-    # and unit test passing, and the docs' catalog
+    # test passing, and the docs' catalog
     assert rows["delta"] == parquet
     assert len(sums["parquet"]) == 35
     assert sums["delta"] == sums["parquet"], {
@@ -322,7 +320,7 @@ def test_switching_the_format_rebuilds_each_model_once_and_loses_nothing(format_
     assert all(
         entry["operations"] == ["CREATE OR REPLACE TABLE AS SELECT"] for entry in formats.values()
     ), formats
-    # (every data and unit test the project has, as `dbt ls` names them, passed on Delta)
+    # (every data test the project has, as `dbt ls` names them, passed on Delta)
     passed = builds["delta"].tests_passed
     assert passed == len(tests) > 100, (passed, len(tests))
     catalog = json.loads((docs / "catalog.json").read_text())

@@ -15,7 +15,7 @@ def register(commands: Subcommands) -> None:
             "Put the sample event log in the raw tables (generated: generate, deliver and "
             "ingest it batch by batch; seeds: load seeds/sample_log; ingested: load nothing, "
             "build from the log `kappa-shop ingest` put there), run `dbt build` on every "
-            "derived model and test into the schema's served version "
+            "derived model and data test into the schema's served version "
             "(docs/reprocessing.md), run `dbt docs generate`, then print the tables with their "
             "row counts. All in one process, so Spark starts once."
         ),
@@ -31,10 +31,14 @@ def register(commands: Subcommands) -> None:
     build.add_argument(
         "--no-docs", action="store_true", help="skip `dbt docs generate` (faster when iterating)"
     )
-    build.add_argument(
-        "--no-tests",
+    tests = build.add_mutually_exclusive_group()
+    tests.add_argument("--no-tests", action="store_true", help="skip the data tests")
+    tests.add_argument(
+        "--unit-tests",
         action="store_true",
-        help="skip the data and unit tests (about three quarters of a build of the sample log)",
+        help="run the unit tests too; a build leaves them out, as dbt recommends for production "
+        "builds: their inputs are fixtures, not the log (CI runs them: `make test`, "
+        "`kappa-shop slim-ci`)",
     )
     build.add_argument(
         "--full-refresh",
@@ -54,6 +58,7 @@ def run(arguments: argparse.Namespace) -> int:
         log_source=arguments.log,
         tests=not arguments.no_tests,
         full_refresh=arguments.full_refresh,
+        unit_tests=arguments.unit_tests,
     )
     print(format_summary(summary))
     return 0

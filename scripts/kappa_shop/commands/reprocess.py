@@ -15,7 +15,7 @@ def register(commands: Subcommands) -> None:
             "Kappa reprocessing (docs/reprocessing.md): build the whole DAG from the log (the "
             "raw tables) into a new version, <schema>__v<N+1>, while readers keep reading the "
             "served one through the views in <schema>; catch it up to the newest ingested "
-            "batch; run its data and unit tests; print, per serving name, the rows the new "
+            "batch; run its data tests; print, per serving name, the rows the new "
             "version adds, removes and changes against the served one; then point every view "
             "at it. A failed test, or a kill at any step, leaves the served version as it was."
         ),

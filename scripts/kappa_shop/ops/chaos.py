@@ -17,7 +17,7 @@ for each run, drawn from one random generator seeded with --seed:
      compacts the batch ledger (every build of a campaign compacts: the ledger's limit is set to
      2 runs per model, KAPPA_LEDGER_COMPACT_AFTER);
 3. the recovery runs the normal commands again: `kappa-shop ingest` and
-   `kappa-shop build --log ingested` with every data and unit test (one process, the CLI's own
+   `kappa-shop build --log ingested` with every data test (one process, the CLI's own
    code), then checks that every landed record is in its raw table exactly once;
 4. every --check-every runs and after the last, a reprocess without its switch (`kappa-shop
    reprocess --no-switch`, its tests left out) rebuilds every model from the raw tables beside

@@ -47,8 +47,9 @@ class BuildSummary:
     log_source: str
     tables: list[BuiltTable]
     raw_tables: list[BuiltTable]
-    tests_passed: int | None  # None: built without tests
+    tests_passed: int | None  # data tests (and unit tests, when asked for); None: no tests
     docs_index: Path | None
+    unit_tests: bool = False  # the unit tests ran too (`--unit-tests`)
 
 
 def data_dir(project: DbtProject) -> Path:
@@ -113,10 +114,15 @@ def build(
     log_source: str = "generated",
     tests: bool = True,
     full_refresh: bool = False,
+    unit_tests: bool = False,
 ) -> BuildSummary:
-    """Put the sample log in the raw tables, run `dbt build` (its data and unit tests left out
-    unless `tests`; every model rebuilt from the log in place with `full_refresh`), and
-    `dbt docs generate`."""
+    """Put the sample log in the raw tables, run `dbt build` (its data tests left out unless
+    `tests`; its unit tests only with `unit_tests`; every model rebuilt from the log in place
+    with `full_refresh`), and `dbt docs generate`.
+
+    Unit tests are left out by default, as dbt recommends for production builds: their inputs
+    are fixtures, not the log, so they say nothing about the tables a build writes, only about
+    the models' SQL, which CI checks (`make test`, `kappa-shop slim-ci`) before it is served."""
     if log_source not in LOG_SOURCES:
         raise KappaShopError(f"unknown log source {log_source!r}: use one of {LOG_SOURCES}")
     if log_source == "generated":
@@ -125,7 +131,9 @@ def build(
         load_seed_sample(project)
     else:
         check_raw_tables(project)
-    untested = () if tests else ("--exclude-resource-type", "test", "unit_test")
+    unit_tests = unit_tests and tests
+    left_out = [*([] if tests else ["test"]), *([] if unit_tests else ["unit_test"])]
+    untested = ("--exclude-resource-type", *left_out) if left_out else ()
     refresh = ("--full-refresh",) if full_refresh else ()
     # into the schema's served version; readers' names (<schema>.<model>) are views on it
     build_result = build_served(project, (*untested, *refresh))
@@ -168,6 +176,7 @@ def build(
             for name, relation in raw_relations.items()
         ],
         tests_passed=tests_passed,
+        unit_tests=unit_tests,
         docs_index=(project.root / "target" / "index.html") if docs else None,
     )
 
@@ -193,10 +202,11 @@ def format_summary(summary: BuildSummary) -> str:
         f"  {table.name:<{width}}  {table.rows:>10,} rows  {table.relation}"
         for table in summary.raw_tables
     ]
+    kinds = "data and unit tests" if summary.unit_tests else "data tests"
     tested = (
         "tests not run (--no-tests)"
         if summary.tests_passed is None
-        else f"{summary.tests_passed} tests passed"
+        else f"{summary.tests_passed} {kinds} passed"
     )
     lines.append(f"Tables built ({len(summary.tables)}), {tested}:")
     lines += [

@@ -164,8 +164,11 @@ class Reprocess:
         )
 
     def test(self) -> None:
-        """The new version's data and unit tests; any failure stops the reprocess."""
-        result = self.building.invoke("test", tolerate_failures=True)
+        """The new version's data tests; any failure stops the reprocess. (Its unit tests read
+        fixtures, not the version's tables: CI's, as `kappa-shop build` leaves them out.)"""
+        result = self.building.invoke(
+            "test", "--exclude-resource-type", "unit_test", tolerate_failures=True
+        )
         failed = sorted(
             item.node.name for item in result.results if str(item.status) in ("fail", "error")
         )
@@ -181,7 +184,7 @@ class Reprocess:
                 f"({shown}; listed above): not switched, {self.serving} still serves version "
                 f"{self.served}; version {self.version} stays in {self.schema} to look into"
             )
-        self.progress(f"  {tests} data and unit tests passed on version {self.version}")
+        self.progress(f"  {tests} data tests passed on version {self.version}")
         fault_point("after_tests")
 
     def compare(self) -> list[Change]:
