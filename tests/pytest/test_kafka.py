@@ -574,10 +574,13 @@ def test_the_proof_from_kafka_passes(broker, spark, project_copy, tmp_path):
     # process, on its warm Spark (started with the Kafka connector), as `kappa-shop verify
     # --kafka` runs it; schemas of its own (the Delta proof of the same seed keeps verify_*)
     _, port = broker
+    # (no round built twice, no replay: those builds are parquet's writes, which
+    # test_verify's proof repeats; what this one adds is the log from Kafka)
     proof = replace(
         SMALL_PROOF,
         schema_prefix="kafka_proof",
         kafka=KafkaSource(bootstrap_servers=f"127.0.0.1:{port}"),
+        repeats=False,
     )
     project = DbtProject(root=project_copy, target="local", profiles_dir=project_copy)
     printed: list[str] = []
@@ -588,6 +591,10 @@ def test_the_proof_from_kafka_passes(broker, spark, project_copy, tmp_path):
     assert topics and topics[1].startswith(f"kafka_proof_{proof.seed}_"), shown[:2000]
     rounds = re.findall(r"round \d+/\d+: (\d+) records produced, ingestion batch", shown)
     assert len(rounds) >= 4 and all(int(count) > 0 for count in rounds), shown
+    assert "no round built twice, no replay (--no-repeats)" in shown
+    labels = [label for label, _ in report.data_tests_run]
+    assert labels[-1] == "full refresh" and len(labels) == 7, labels  # 6 rounds, full refresh
+    assert not [label for label in labels if "again" in label or "replay" in label], labels
     assert sorted(diff.model for diff in report.diffs) == TRACED_PATHS
     assert (
         f"Proof PASSED (seed {proof.seed}): {len(TRACED_PATHS)} of "

@@ -372,7 +372,7 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(
     status = main(
         ["--project-dir", str(project), "verify", "--seeds", "7", "--events", "500",
          "--rounds", "3", "--days", "4", "--data-tests", "none",
-         "--selector", "one_model_per_mode",
+         "--selector", "one_model_per_mode", "--no-repeats",
          "--work-dir", str(tmp_path / "proof")]
     )  # fmt: skip
 
@@ -385,9 +385,10 @@ def test_the_proof_fails_when_the_incremental_filter_is_broken(
     builds = re.findall(
         r"(round \d+(?:, built again)?|replay of the last runs|full refresh) (\d+)", tested[1]
     )
-    # 3 rounds, 2 reach-edge rounds and the old day's, one built again, the replay, the full
-    # refresh
-    assert len(builds) == 9 and {count for _, count in builds} == {"0"}, tested[0]
+    # 3 rounds, 2 reach-edge rounds and the old day's, the full refresh (no round built
+    # again, no replay: --no-repeats)
+    assert len(builds) == 7 and {count for _, count in builds} == {"0"}, tested[0]
+    assert not [label for label, _ in builds if "again" in label or "replay" in label]
     assert "DIFFERENT" in out
     assert "Proof FAILED" in out
     assert "the proof failed for seed(s) 7" in err

@@ -74,6 +74,13 @@ def register(commands: Subcommands) -> None:
         "default: every model)",
     )
     verify.add_argument(
+        "--no-repeats",
+        action="store_true",
+        help="leave out the two repeated builds (a round built twice, and each model's last run "
+        "replayed as after a crash before its commit): a quicker proof of a target or of Kafka, "
+        "whose writes are the SQL that a full proof on local or local_delta repeats",
+    )
+    verify.add_argument(
         "--kafka",
         action="store_true",
         help="produce each round to Kafka (topics of the proof's own, deleted at its end) and "
@@ -117,6 +124,7 @@ def run(arguments: argparse.Namespace) -> int:
             data_tests=arguments.data_tests,
             selector=arguments.selector,
             kafka=kafka,
+            repeats=not arguments.no_repeats,
         )
         work_dir = arguments.work_dir or Path("data") / "verify" / str(seed)
         report = verify(project, config, work_dir.resolve())

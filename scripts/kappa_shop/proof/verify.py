@@ -18,7 +18,9 @@
    compacted along the way (kappa_ledger_compact_after 3, unless the vars say otherwise).
    One round's build runs twice (idempotence); and at the end each model's last recorded run
    is forgotten and redone, as after a crash between writing a table and committing its
-   batches: nothing may change. With data_tests="full-refresh" the data tests run only in
+   batches: nothing may change. (Both left out with repeats=False: a quicker proof of a
+   target or of Kafka, whose writes are the SQL a full proof on `local` or `local_delta`
+   repeats.) With data_tests="full-refresh" the data tests run only in
    step 4: they are three quarters of a build's time on a small log, and when the diff in
    step 5 finds the two schemas equal, every data test gives the incremental tables the
    verdict it gave the full refresh (a test reads models, seeds and the shared raw tables
@@ -101,6 +103,8 @@ class VerifyConfig:
     selector: str | None = None
     # the log from these Kafka brokers instead of landing files (the proof's own topics)
     kafka: KafkaSource | None = None
+    # a round built twice and the last runs replayed (step 3); False leaves both out
+    repeats: bool = True
 
     def validate(self) -> None:
         if self.events < 100:
@@ -373,6 +377,7 @@ def _schedule_line(config: VerifyConfig, log: _Log) -> str:
             if log.kafka
             else ""
         )
+        + ("" if config.repeats else "; no round built twice, no replay (--no-repeats)")
     )
 
 
@@ -460,13 +465,14 @@ def _rounds(
     builds: _Builds, log: _Log, progress: Callable[[str], None]
 ) -> tuple[list[str], set[str], list[str]]:
     """Each round landed, ingested and built incrementally (one of them twice), then each
-    model's last run forgotten and redone: the models built, those that wrote in a build after
-    the first, and what building twice or redoing changed (nothing, if all is well)."""
+    model's last run forgotten and redone (neither with repeats=False): the models built,
+    those that wrote in a build after the first, and what building twice or redoing changed
+    (nothing, if all is well)."""
     project, schedule = builds.incremental, log.schedule
     warehouse, schema = project.warehouse(), log.incremental_schema
     idempotence_failures: list[str] = []
     wrote_incrementally: set[str] = set()  # models that wrote in a build after the first
-    idempotence_round = len(schedule) // 2
+    idempotence_round = len(schedule) // 2 if builds.config.repeats else 0
     models: list[str] = []
     for number, entry in enumerate(schedule, start=1):
         delivered, report = _land(project, log, number, entry)
@@ -493,6 +499,8 @@ def _rounds(
                 for model in models
                 if before[model] != after[model]
             ]
+    if not builds.config.repeats:
+        return models, wrote_incrementally, idempotence_failures
     before = _checksums(warehouse, schema, models)
     _forget_last_runs(warehouse, schema)
     builds.run(label="replay of the last runs")
