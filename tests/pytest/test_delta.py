@@ -256,9 +256,9 @@ def format_switch(spark, project_copy, tmp_path_factory):
     """One schema built from the seed log on parquet, then on Delta (every data test and the
     docs too; the unit tests, which read fixtures, are test_sample_pipeline's), then on
     parquet again (the parquet builds' tests left out: test_sample_pipeline runs them on
-    parquet, and here the rows are what is compared): each
-    build's summary, the formats after the second, the tests `dbt ls` names and the docs'
-    catalog (generated into a target path of its own: the project copy's is the sample's)."""
+    parquet, and here the rows are what is compared): each build's summary, the formats after
+    the second, the tests `dbt ls` names and the docs' catalog (generated into a target path of
+    its own: the project copy's is the sample's)."""
     parquet, delta = (
         project.elsewhere("delta_switch", "delta_switch_raw")
         for project in (
