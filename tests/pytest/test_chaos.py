@@ -3,8 +3,10 @@ that need no Spark (where a kill landed, the exactly-once count, the refusals).
 
 The campaign's seed (14) draws an ingestion kill and a kill inside a build's on-run-end hook
 (the batch ledger's commit and compaction): the two steps no other test kills at a moment it
-did not choose. Builds killed at chosen points: test_faults; a reprocess killed: test_reprocess_
-killed; the 50-run campaign by hand: docs/guarantees.md, Chaos."""
+did not choose. Each kill must land inside a write (a raw table's batch, the ledger's): the
+staging directory it leaves in the warehouse says so. Builds killed at chosen points:
+test_faults; a reprocess killed: test_reprocess_killed; the 50-run campaign by hand:
+docs/guarantees.md, Chaos."""
 
 from __future__ import annotations
 
@@ -20,7 +22,13 @@ from conftest import copy_project, kappa_shop_in
 
 from kappa_shop.log.format import TOPICS
 from kappa_shop.ops.chaos_worker import compare_counts
-from kappa_shop.ops.kills import AFTER_THE_HOOK, IN_THE_HOOK, statements_in_flight, where_it_landed
+from kappa_shop.ops.kills import (
+    IN_THE_HOOK,
+    WriteWatch,
+    interrupted_tables,
+    statements_in_flight,
+    where_it_landed,
+)
 
 # Spark starts in the subprocesses (not through a fixture of conftest's SPARK_FIXTURES)
 pytestmark = pytest.mark.spark
@@ -58,7 +66,6 @@ def test_the_campaign_finds_nothing_lost_doubled_or_different(campaign):
         assert run["problems"] == []
         assert run["raw"] == "exactly once"
         assert "build with tests passed" in run["recovery"]
-        assert run["killed"] or run["landed"].startswith("finished before the kill (exit 0")
     assert runs[0]["recovery"].startswith("ingest again")
     # after the last run, every serving name equals its rebuild from the log
     equal = re.fullmatch(r"(\d+) of (\d+) equal", runs[-1]["compared"])
@@ -70,20 +77,24 @@ def test_the_campaign_finds_nothing_lost_doubled_or_different(campaign):
     assert re.search(r"^\s+2  compaction ", result.stdout, re.MULTILINE)
 
 
-def test_the_kills_landed_inside_their_steps(campaign):
+def test_each_kill_landed_inside_a_write_of_its_step(campaign):
     runs = campaign["report"]["runs"]
-    killed = [run for run in runs if run["killed"]]
-    assert killed, "neither step was killed: both finished before their moment"
-    for run in killed:
+    assert [run["killed"] for run in runs] == [True, True], [run["landed"] for run in runs]
+    # the write each kill interrupted: its staging directory was still there after the kill
+    raw, ledger = runs[0]["interrupted"], runs[1]["interrupted"]
+    assert len(raw) == 1 and raw[0].startswith(f"{SCHEMA}_raw."), raw
+    assert len(ledger) == 1 and ledger[0].endswith(".kappa_batch_ledger"), ledger
+    assert f"inside a write of {raw[0]}" in campaign["result"].stdout
+    assert "Kills inside a write (a staging directory left): 2 of 2" in campaign["result"].stdout
+    for run in runs:
         if run["step"] == "ingest":
             assert re.fullmatch(
                 r"after ingestion batch \d+ \(\d+ written\)|before its first ingestion batch "
                 r"was written",
                 run["landed"],
             ), run["landed"]
-        else:  # killed within ~3 s after the build's last node: in its on-run-end hook, or
-            # (a fast machine) just after the hook's SQL ran
-            assert run["landed"] in (IN_THE_HOOK, AFTER_THE_HOOK), run["landed"]
+        else:  # inside a write of the ledger after the build's last node: its on-run-end hook
+            assert run["landed"] == IN_THE_HOOK, run["landed"]
     # each killed command's output is kept beside the table
     logs = sorted(path.name for path in (campaign["work_dir"] / "runs").iterdir())
     assert logs == ["run-001-ingest.log", "run-002-compaction.log"]
@@ -152,6 +163,24 @@ def test_the_statement_in_flight_is_read_from_dbts_debug_log():
     assert where_it_landed("ingest", "  ingestion batch 7: 4 files, 120 records into x\n", "")[
         0
     ] == ("after ingestion batch 7 (1 written)")
+
+
+def test_a_write_in_flight_is_a_staging_directory_that_was_not_there_before(tmp_path: Path):
+    table = tmp_path / "chaos_raw.db" / "raw_order_events"
+    (table / "_ingestion_batch_id=1").mkdir(parents=True)
+    (table / "_temporary" / "0").mkdir(parents=True)  # left by an earlier kill
+    watch = WriteWatch(tmp_path)
+    watch.start()
+    assert watch.in_flight() == set()
+    (tmp_path / "chaos__v1.db" / "orders_daily" / ".spark-staging-7f3a").mkdir(parents=True)
+    (tmp_path / "chaos__v1.db" / "orders_daily" / "order_date=2024-01-01").mkdir()
+    (tmp_path / "chaos__v1.db" / "sessions" / "_SUCCESS").mkdir(parents=True)  # (not staging)
+    (tmp_path / "notes").mkdir()  # (not a schema)
+    assert watch.in_flight() == {"chaos__v1.orders_daily/.spark-staging-7f3a"}
+    assert interrupted_tables(watch.in_flight() | {"chaos__v1.orders_daily/_temporary"}) == [
+        "chaos__v1.orders_daily"
+    ]
+    assert WriteWatch(tmp_path / "gone").in_flight() == set()
 
 
 def test_chaos_refuses_the_projects_own_schema_in_one_line(tmp_path: Path):

@@ -24,9 +24,15 @@ for each run, drawn from one random generator seeded with --seed:
    the served version and compares them: every model of the served version, maintained
    incrementally through the kills, must equal it row for row.
 
-The moment of a kill is uniform over the step's duration, as the last run of the same command
-that was not killed took (its recovery); where it landed is read from what the command printed
-and from dbt's debug log (logs/dbt.log): the model running, and the SQL statement in flight.
+The moment of a kill is drawn uniform over the step's duration, as the last run of the same
+command that was not killed took (its recovery); from that moment the kill waits for a write in
+flight in the warehouse (a staging directory of Spark's in a table's directory,
+kills.WriteWatch) and lands inside it, so that every kill interrupts a write: a raw table's
+batch, a model's insert, the batch ledger's commit or compaction. A command that finishes first
+is not killed, and says so. (On Delta targets, whose writes leave nothing to see, the kill
+lands at the moment drawn.) Where it landed is read from what the command printed, from dbt's
+debug log (logs/dbt.log: the model running, the SQL statement in flight) and from the staging
+directories the kill left: the tables whose write it interrupted.
 
 Everything the campaign runs is the project's normal code; nothing is stubbed. A campaign is
 slow on purpose (a JVM per command): about a minute and a half per run on a 2-core machine.
@@ -48,12 +54,22 @@ from typing import Any
 
 from kappa_shop.errors import KappaShopError
 from kappa_shop.ops.chaos_worker import RESULT_PREFIX, ingest_arguments
-from kappa_shop.ops.kills import WORK_BEGINS, log_offset, log_since, run_killed, where_it_landed
+from kappa_shop.ops.kills import (
+    WORK_BEGINS,
+    WriteWatch,
+    interrupted_tables,
+    log_offset,
+    log_since,
+    run_killed,
+    where_it_landed,
+)
 
 STEPS = ("ingest", "build", "full-refresh", "reprocess", "compaction")
 # Until a command has run once unkilled: its expected seconds (the kill's moment is drawn in it).
+# Compaction's: the seconds after the build's last node in which the on-run-end hook starts its
+# writes (the ledger's commit, then the compacted rows).
 FIRST_ESTIMATES = {
-    "ingest": 30.0, "build": 90.0, "full-refresh": 90.0, "reprocess": 150.0, "compaction": 3.0,
+    "ingest": 30.0, "build": 90.0, "full-refresh": 90.0, "reprocess": 150.0, "compaction": 1.0,
 }  # fmt: skip
 COMPACT_AFTER = "2"  # every model's batch ledger is compacted at every build of a campaign
 
@@ -98,13 +114,15 @@ class ChaosRun:
 
     run: int
     step: str
-    kill_after: float  # seconds after the command started
+    kill_after: float  # seconds after the command's work began (its marker): when it landed
     killed: bool  # False: the command finished before its moment came
     landed: str  # where in the step (phase, model, hook)
     statement: str  # the SQL in flight, or between statements
     recovery: str  # what the recovery's commands did
     raw: str  # "exactly once", or what was lost or doubled
     compared: str = "-"  # the comparison with a rebuild from the log, when this run made one
+    # the tables whose write the kill left unfinished (with a write watch); [] if none
+    interrupted: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0  # the whole run: the killed command, its recovery and the checks
 
@@ -152,6 +170,7 @@ class Campaign:
         if config.target:
             self.environment["KAPPA_SHOP_TARGET"] = config.target
         self.dbt_log = root / "logs" / "dbt.log"
+        self.write_watch: WriteWatch | None = None  # set by the setup (the warehouse's place)
 
     @property
     def log_dir(self) -> Path:
@@ -228,6 +247,10 @@ class Campaign:
         if setup["problems"]:
             raise KappaShopError(f"chaos: {setup['problems'][0]}")
         self.estimates.update(setup["seconds"])
+        if setup.get("warehouse"):
+            self.write_watch = WriteWatch(Path(setup["warehouse"]))
+        else:
+            self.progress("  the models are Delta tables: each kill lands at its moment drawn")
         for number, step in enumerate(steps, start=1):
             run_started = time.monotonic()
             run = self._one_run(number, step)
@@ -259,8 +282,9 @@ class Campaign:
         marker = WORK_BEGINS[step]
         offset = log_offset(self.dbt_log)
         outcome = run_killed(
-            self._command(step), self.root, self.environment, kill_after, marker=marker
-        )
+            self._command(step), self.root, self.environment, kill_after, marker=marker,
+            write_watch=self.write_watch,
+        )  # fmt: skip
         runs_dir = self.work_dir / "runs"
         runs_dir.mkdir(exist_ok=True)
         (runs_dir / f"run-{number:03d}-{step}.log").write_text(outcome.output)
@@ -277,8 +301,11 @@ class Campaign:
                 self.estimates[step] = outcome.seconds - outcome.marked_after
                 self.measured.add(step)
         run = ChaosRun(
-            number, step, kill_after, outcome.killed, landed, statement, recovery="", raw=""
-        )
+            number, step, kill_after, outcome.killed, landed, statement, recovery="", raw="",
+            interrupted=interrupted_tables(set(outcome.interrupted)),
+        )  # fmt: skip
+        if outcome.killed:  # (its moment drawn, plus its wait for a write)
+            run.kill_after = round(kill_after + outcome.waited, 2)
         if not outcome.killed and outcome.returncode != 0:
             run.problems.append(
                 f"{step} ended with exit {outcome.returncode} before its kill: "
@@ -302,6 +329,8 @@ def format_run(run: ChaosRun) -> str:
             else f"in {run.landed}"
         )
         kill = f"killed at {run.kill_after:.1f} s {where}; in flight: {run.statement}"
+        if run.interrupted:
+            kill += f"; inside a write of {', '.join(run.interrupted)}"
     else:
         kill = f"not killed: {run.landed}, its kill due at {run.kill_after:.1f} s"
     line = f"  run {run.run:>3}: {run.step:<12} {kill}. Recovery: {run.recovery}; raw: {run.raw}"
@@ -318,6 +347,7 @@ def format_report(report: ChaosReport) -> str:
         f"Chaos campaign: {len(report.runs)} run(s), seed {report.config.seed}, "
         f"{report.seconds / 60:.1f} min",
         f"{'run':>4}  {'step':<12} {'kill at':>8}  {'where it landed':<50} {'in flight':<34} "
+        f"{'write interrupted':<32} "
         f"{'raw tables':<14} {'tests':<6} {'vs rebuild':<16}",
     ]
     for run in report.runs:
@@ -325,7 +355,8 @@ def format_report(report: ChaosReport) -> str:
         tests = "pass" if "tests passed" in run.recovery else "FAIL"
         lines.append(
             f"{run.run:>4}  {run.step:<12} {when:>8}  {run.landed[:50]:<50} "
-            f"{run.statement[:34]:<34} {run.raw[:14]:<14} {tests:<6} {run.compared:<16}"
+            f"{run.statement[:34]:<34} {', '.join(run.interrupted)[:32] or '-':<32} "
+            f"{run.raw[:14]:<14} {tests:<6} {run.compared:<16}"
         )
     by_step = Counter(run.step for run in report.runs if run.killed)
     lines.append(
@@ -333,6 +364,9 @@ def format_report(report: ChaosReport) -> str:
         + ", ".join(f"{step} {by_step.get(step, 0)}" for step in STEPS)
         + f"; not killed (finished first): {sum(1 for run in report.runs if not run.killed)}"
     )
+    inside = sum(1 for run in report.runs if run.interrupted)
+    killed = sum(by_step.values())
+    lines.append(f"Kills inside a write (a staging directory left): {inside} of {killed}")
     problems = report.problems
     lines.append(
         "Nothing lost, doubled or different."

@@ -170,6 +170,13 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
             f"arrival batch 1 ingested, version 1 of {project.schema} built from it; batch 2 "
             "landed" + (" and ingested" if arguments.ingest == "True" else "")
         )
+        # where the campaign watches for writes in flight (a kill waits for one), unless the
+        # models are Delta tables, whose writes leave no staging directory to see
+        from kappa_shop.runtime.warehouse import warehouse_dir
+
+        directory = warehouse_dir(warehouse)
+        delta = any(directory.glob(f"{project.schema}__v*.db/*/_delta_log"))
+        result["warehouse"] = None if delta else str(directory)
         return result
 
     step = arguments.step

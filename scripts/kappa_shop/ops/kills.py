@@ -1,7 +1,8 @@
 """Killing a command and saying where the kill landed: a command run in a process group of its
-own (Spark's JVM included) and killed with SIGKILL at a chosen moment of its work, its output
-kept; where it was, read from what it printed and from dbt's debug log (the model running, the
-SQL statement in flight). What the chaos campaign and the kill tests share."""
+own (Spark's JVM included) and killed with SIGKILL at a chosen moment of its work, or at the
+first write into the warehouse after that moment, its output kept; where it was, read from what
+it printed, from dbt's debug log (the model running, the SQL statement in flight) and from the
+write it left unfinished in the warehouse. What the chaos campaign and the kill tests share."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kappa_shop.errors import KappaShopError
@@ -25,6 +26,56 @@ from kappa_shop.runtime.processes import wait_for_the_group_to_die
 _ON_RUN_START = r"START hook: \S+\.on-run-start\.0"
 
 
+# The directories Spark's file committers write into, inside a table's directory, while a write
+# is in flight: `_temporary` (an insert, a static partition's overwrite, a create table as
+# select), `.spark-staging-<job>` (a dynamic partition overwrite), `.hive-staging_*` (a Hive
+# table). Each is removed when its write commits, so one still there after a kill is a write the
+# kill interrupted. Delta writes its files in place and commits a log entry: nothing to see.
+STAGING_PREFIXES = ("_temporary", ".spark-staging-", ".hive-staging")
+WATCH_EVERY = 0.02  # seconds between two looks at the warehouse while a kill waits for a write
+
+
+class WriteWatch:
+    """The writes in flight in a local warehouse (spark.sql.warehouse.dir): the staging
+    directories in its tables' directories, as `schema.table/<staging>` names. Those present
+    when the watch starts (left by an earlier kill) are not counted."""
+
+    def __init__(self, warehouse: Path) -> None:
+        self.warehouse = warehouse
+        self.baseline: set[str] = set()
+
+    def start(self) -> None:
+        self.baseline = self._staging()
+
+    def in_flight(self) -> set[str]:
+        return self._staging() - self.baseline
+
+    def _staging(self) -> set[str]:
+        found: set[str] = set()
+        for schema in _entries(self.warehouse):
+            if not schema.name.endswith(".db"):
+                continue
+            for table in _entries(Path(schema.path)):
+                for entry in _entries(Path(table.path)):
+                    if entry.name.startswith(STAGING_PREFIXES):
+                        found.add(f"{schema.name[:-3]}.{table.name}/{entry.name}")
+        return found
+
+
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
+    """The subdirectories of `directory`; none when it went meanwhile (a write committing)."""
+    try:
+        with os.scandir(directory) as entries:
+            return [entry for entry in entries if entry.is_dir(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def interrupted_tables(staging: set[str]) -> list[str]:
+    """The tables (schema.table) of the writes a kill left unfinished."""
+    return sorted({name.split("/", 1)[0] for name in staging})
+
+
 @dataclass
 class Outcome:
     """A command's run: what it printed, how it ended, how long it took."""
@@ -34,6 +85,9 @@ class Outcome:
     seconds: float
     killed: bool
     marked_after: float | None = None  # seconds from its start to the marker's line
+    # with a write watch: the writes the kill left unfinished (`schema.table/<staging dir>`)
+    interrupted: list[str] = field(default_factory=list)
+    waited: float = 0.0  # seconds from the kill's moment to the write it waited for
 
 
 def run_killed(
@@ -43,11 +97,15 @@ def run_killed(
     kill_after: float | None,
     marker: str | None = None,
     timeout: float = 3600.0,
+    write_watch: WriteWatch | None = None,
 ) -> Outcome:
     """Run `command` in a process group of its own and kill the group with SIGKILL
     `kill_after` seconds after it started (or after it printed a line matching the regular
-    expression `marker`, when given); None: let it finish. Returns once the group is gone and
-    the metastore free."""
+    expression `marker`, when given); None: let it finish. With `write_watch`, the kill waits
+    from that moment for a write in flight in the warehouse and lands inside it (the command
+    may finish first). Returns once the group is gone and the metastore free."""
+    if write_watch is not None:
+        write_watch.start()
     started = time.monotonic()
     process = subprocess.Popen(
         command,
@@ -71,10 +129,13 @@ def run_killed(
     seen: list[str] = []
     deadline = None if kill_after is None or marker is not None else started + kill_after
     killed = False
+    waited = 0.0
     marked_after: float | None = None
     try:
         while True:
             wait = 0.5 if deadline is None else max(0.0, deadline - time.monotonic())
+            if write_watch is not None and deadline is not None and wait == 0:
+                wait = WATCH_EVERY  # past the moment: waiting for a write
             try:
                 line = lines.get(timeout=min(wait, 0.5))
             except queue.Empty:
@@ -87,9 +148,14 @@ def run_killed(
                     marked_after = time.monotonic() - started
                     if kill_after is not None:
                         deadline = time.monotonic() + kill_after
-            if deadline is not None and time.monotonic() >= deadline:
+            if (
+                deadline is not None
+                and time.monotonic() >= deadline
+                and (write_watch is None or write_watch.in_flight())
+            ):
                 os.killpg(process.pid, signal.SIGKILL)
                 killed = True
+                waited = max(0.0, time.monotonic() - deadline)
                 break
             if time.monotonic() - started > timeout:
                 os.killpg(process.pid, signal.SIGKILL)
@@ -100,12 +166,15 @@ def run_killed(
         process.wait(timeout=60)
         metastore = root / "metastore_db"
         wait_for_the_group_to_die(process.pid, metastore if metastore.is_dir() else None)
+    interrupted = sorted(write_watch.in_flight()) if killed and write_watch is not None else []
     return Outcome(
         "".join(seen),
         None if killed else process.returncode,
         time.monotonic() - started,
         killed,
         marked_after,
+        interrupted,
+        waited if write_watch is not None else 0.0,
     )
 
 
