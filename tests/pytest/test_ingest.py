@@ -207,6 +207,47 @@ def test_a_file_still_being_written_is_refused_then_read_whole(spark, tmp_path):
     assert spark.table(f"{schema}.raw_searches").count() == 1
 
 
+def test_a_killed_writes_task_output_is_cleared_not_merged_into_the_next_batch(spark, tmp_path):
+    # a kill after a raw write's tasks committed and before its job did leaves their output in
+    # the table's `_temporary`; Spark's next static-partition overwrite of the table would
+    # merge it in with its own (SPARK-29037): ingestion clears it first, under its lock
+    from kappa_shop.log.format import encode
+
+    landing = tmp_path / "landing"
+    directory = landing / "topics" / "web_events" / "partition=0"
+    directory.mkdir(parents=True)
+    lines = [
+        encode({"topic": "web_events", "partition": 0, "offset": offset, "key": "u-1",
+                "event_id": f"e-{offset}"})
+        for offset in range(4)
+    ]  # fmt: skip
+    first = directory / "web_events+0+000000000000.jsonl"
+    first.write_text("".join(line + "\n" for line in lines[:2]))
+    schema = "unfinished_write_raw"
+    ingest(spark, landing, schema, progress=lambda message: None)
+    location = next(
+        row["data_type"]
+        for row in spark.sql(f"describe table extended {schema}.raw_web_events").collect()
+        if row["col_name"] == "Location"
+    )
+    table = Path(location.removeprefix("file:"))
+    task = table / "_temporary" / "0" / "task_202612060000000_0003_m_000000"
+    stale = task / "_ingestion_batch_id=1"
+    stale.mkdir(parents=True)
+    for written in (table / "_ingestion_batch_id=1").glob("part-*"):
+        (stale / written.name.replace("part-", "part-killed-")).write_bytes(written.read_bytes())
+    (directory / "web_events+0+000000000002.jsonl").write_text(
+        "".join(line + "\n" for line in lines[2:])
+    )
+    report = ingest(spark, landing, schema, progress=lambda message: None)
+    assert [batch.ingestion_batch_id for batch in report.batches] == [2]
+    rows = spark.table(f"{schema}.raw_web_events").collect()
+    assert sorted((row["_ingestion_batch_id"], row["raw_record"]) for row in rows) == sorted(
+        [(1, line) for line in lines[:2]] + [(2, line) for line in lines[2:]]
+    )
+    assert not (table / "_temporary").exists()
+
+
 def test_a_file_removed_after_its_batch_listed_it_is_refused_in_one_line(spark, tmp_path):
     # landed files are the log and are never removed; one removed between its batch's listing
     # and its read stops the batch with one line naming it, nothing committed; put back, the

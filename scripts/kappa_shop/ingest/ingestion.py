@@ -60,6 +60,7 @@ from kappa_shop.log.format import TOPICS, TOPICS_BY_NAME
 from kappa_shop.runtime.warehouse import (
     SessionWarehouse,
     Warehouse,
+    clear_unfinished_writes,
     columns,
     table_names,
     warehouse_dir,
@@ -268,6 +269,11 @@ def ingest(
     _bind_source(checkpoint, bound)
     lock = _lock_ingestion(checkpoint, raw_schema)
     try:
+        # a killed ingestion's unfinished write would be merged into the next one's (its rows
+        # twice): the raw tables are written only here, under this lock
+        clear_unfinished_writes(
+            warehouse, raw_schema, [topic.raw_table for topic in TOPICS] + [BATCH_LOG_TABLE]
+        )
         staging = None if shared_session else staging_dir(warehouse, raw_schema)
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)  # what a killed run staged is restaged

@@ -17,6 +17,7 @@ line naming the target and what to check when nothing (or not a Thrift Server) a
 from __future__ import annotations
 
 import re
+import shutil
 import socket
 from collections.abc import Collection, Iterable
 from pathlib import Path
@@ -183,6 +184,25 @@ def warehouse_dir(warehouse: Warehouse) -> Path:
             "(a shared mount)"
         )
     return Path(unquote(parsed.path)).resolve()
+
+
+def clear_unfinished_writes(warehouse: Warehouse, schema: str, tables: list[str]) -> list[str]:
+    """Delete the `_temporary` directory a killed write left in each table's directory (the
+    default location, `<warehouse>/<schema>.db/<table>`), and return the tables that had one.
+
+    Spark's appends and static-partition overwrites stage in that shared directory; a write
+    killed after its tasks committed and before its job did leaves their output there, and the
+    next such write into the table merges it in with its own: rows a second time
+    (SPARK-29037, found by `kappa-shop chaos` killing inside writes). Call it only while
+    holding the lock that makes this process the tables' one writer."""
+    base = warehouse_dir(warehouse) / f"{schema}.db"
+    cleared = []
+    for table in tables:
+        staging = base / table / "_temporary"
+        if staging.is_dir():
+            shutil.rmtree(staging)
+            cleared.append(table)
+    return cleared
 
 
 def schema_exists(warehouse: Warehouse, schema: str) -> bool:

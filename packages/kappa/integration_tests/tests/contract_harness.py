@@ -721,6 +721,41 @@ def check_unlisted_partition_files(project: Project, tmp: Path) -> None:
     )
 
 
+def check_unfinished_write(project: Project) -> None:
+    """The tasks' output of a write killed after its tasks committed and before its job did
+    (left in the table's `_temporary` directory, as a SIGKILL there leaves it; found by
+    `kappa-shop chaos` killing inside writes) is never merged into the table by a later
+    write: Spark's next append into the same table would (SPARK-29037), its rows counted
+    twice. Here a recomputed day's task output, planted as the kill leaves it."""
+    schema = f"{project.prefix}_unfinished"
+    full = f"{schema}_full"
+    log_schema = f"{schema}_log"
+    reset(schema, full, log_schema)
+    project.deliver([1, 2], log_schema)
+    project.run(schema, log_schema)
+    location = next(
+        row["data_type"]
+        for row in spark().sql(f"describe table extended {schema}.daily_totals").collect()
+        if row["col_name"] == "Location"
+    )
+    table = Path(location.removeprefix("file:"))
+    day = "event_date=2024-03-01"
+    task = table / "_temporary" / "0" / "task_202612060000000_0007_m_000000" / day
+    task.mkdir(parents=True)
+    for written in (table / day).glob("part-*"):
+        shutil.copy(written, task / written.name.replace("part-", "part-killed-"))
+    assert any(task.iterdir())
+    project.deliver([4], log_schema)  # e11, late on day one: daily_totals recomputes it
+    project.run(schema, log_schema)
+    project.run(full, log_schema, "--full-refresh")
+    found = differences(schema, full)
+    require(
+        found == {},
+        Reason.DIFFERENCE,
+        f"a killed write's task output was merged into the table by a later write: {found}",
+    )
+
+
 def _fail_at(project: Project, schema: str, log_schema: str, fault_point: str) -> None:
     """A dbt run that fails at `fault_point` (`<model>:<point>:fail`, kappa._fault_point)."""
     os.environ["KAPPA_FAULT_POINT"] = fault_point
@@ -864,6 +899,7 @@ CHECKS: dict[str, Callable[[Project], None]] = {
     "build_leftovers": check_build_leftovers,
     "failed_write": check_failed_write,
     "recomputed_report": check_recomputed_report,
+    "unfinished_write": check_unfinished_write,
     "rebuilt_upstream": check_rebuilt_upstream,
     **{
         f"schedule_{name}": (lambda project, name=name: check_schedule(project, name))

@@ -21,6 +21,7 @@ from contract_harness import (  # noqa: F401 (package_copy: a fixture)
     check_recomputed_report,
     check_run_lock,
     check_schedule,
+    check_unfinished_write,
     check_unlisted_partition_files,
     package_copy,
 )
@@ -81,6 +82,12 @@ def test_files_a_kill_left_unlisted_in_a_recomputed_day_are_replaced(
     package_copy: Project, tmp_path: Path
 ) -> None:
     check_unlisted_partition_files(package_copy, tmp_path)
+
+
+def test_a_killed_writes_task_output_is_never_merged_by_a_later_write(
+    package_copy: Project,
+) -> None:
+    check_unfinished_write(package_copy)
 
 
 def test_a_run_reports_what_it_recomputed(package_copy: Project) -> None:

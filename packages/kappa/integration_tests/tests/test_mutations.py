@@ -72,8 +72,8 @@ MUTANTS = (
     ),
     Mutant(
         "emptied_partition_kept",
-        "recomputed partitions are overwritten instead of dropped and rewritten: a partition"
-        " that comes out empty keeps its old rows",
+        "recomputed partitions are overwritten without their drop first: a partition that"
+        " comes out empty keeps its old rows",
         (
             (
                 "write/_write_partitions.sql",
@@ -84,11 +84,6 @@ MUTANTS = (
                 "write/_write_partitions.sql",
                 "{%- do kappa._fault_point('after_drop') -%}",
                 "{%- endif -%}{%- do kappa._fault_point('after_drop') -%}",
-            ),
-            (
-                "write/_write_partitions.sql",
-                "insert into {{ this }} partition ({{ partition_column }})",
-                "insert overwrite table {{ this }} partition ({{ partition_column }})",
             ),
         ),
         "schedule_reach_edges",
@@ -406,6 +401,21 @@ MUTANTS = (
             ),
         ),
         "delta_schedule",
+        Reason.DIFFERENCE,
+    ),
+    Mutant(
+        "recomputed_rows_appended",
+        "on parquet, a recomputed partition's rows appended after the drop (`insert into`):"
+        " staged in the table's shared `_temporary`, where a killed write's task output waits"
+        " to be merged with them",
+        (
+            (
+                "write/_write_partitions.sql",
+                "insert overwrite table {{ this }} partition ({{ partition_column }})",
+                "insert into {{ this }} partition ({{ partition_column }})",
+            ),
+        ),
+        "unfinished_write",
         Reason.DIFFERENCE,
     ),
 )

@@ -20,13 +20,18 @@
             {%- endcall -%}
         {%- endfor -%}
         {%- set application = run_query('set spark.app.id').rows[0][1] -%}
+        {#- the holder a dynamic partition: the write stages in a directory of its own job, not
+            the table's shared `_temporary`, which two runs taking the lock at once would share
+            and a killed run's unfinished write would leave to the next (SPARK-29037) -#}
+        {%- do kappa._dynamic_partition_overwrite() -%}
         {%- call statement('take_run_lock') -%}
-            insert overwrite table {{ lock }} partition (holder = '{{ invocation_id }}')
+            insert overwrite table {{ lock }} partition (holder)
             select
                 '{{ flags.WHICH }}' as command,
                 '{{ target.name }}' as target_name,
                 '{{ application }}' as spark_application_id,
-                current_timestamp() as acquired_at
+                current_timestamp() as acquired_at,
+                '{{ invocation_id }}' as holder
         {%- endcall -%}
         {#- a run that wrote its row at the same moment as this one: the earlier one keeps it -#}
         {%- set rivals = kappa._run_lock_holders(lock, []) -%}

@@ -8,9 +8,12 @@
           commit: readers see the table before or after, never in between, and a crash leaves
           the table as it was.
         - Parquet: the partitions are registered (if a killed run left their files unlisted)
-          and dropped, then the rows are appended (`insert into`, dynamic partitions). Why not
-          overwrite: an overwrite leaves a partition alone when it gets no rows, so the rows
-          would have to be computed (and cached) first to find the empty ones. A crash between the drop and the insert (fault point `after_drop`) leaves
+          and dropped, then the rows are written with a dynamic partition overwrite (a
+          partition that gets no rows stays dropped). Not `insert into`: an append stages in
+          the table's shared `_temporary` directory, where the tasks' output of a write killed
+          before its job committed stays, and the next append merges it into the table, its
+          rows a second time (SPARK-29037; found by `kappa-shop chaos` killing inside writes);
+          an overwrite stages in a directory of its own job. A crash between the drop and the insert (fault point `after_drop`) leaves
           those partitions missing until the next run, which repairs it: the ledger is not
           committed, so it recomputes the same partitions (and any that newer batches reach).
           Readers may see a partition missing or half written meanwhile (docs/guarantees.md).
@@ -52,8 +55,9 @@
             {%- endfor %}
         {%- endcall -%}
         {%- do kappa._fault_point('after_drop') -%}
+        {%- do kappa._dynamic_partition_overwrite() -%}
         {%- call statement('main') -%}
-            insert into {{ this }} partition ({{ partition_column }})
+            insert overwrite table {{ this }} partition ({{ partition_column }})
             {{ partition_rows }}
         {%- endcall -%}
     {%- endif -%}
