@@ -42,6 +42,7 @@ from conftest import (
 from log_oracle import classify, defect, landed_lines
 
 from kappa_shop.ingest.ingestion import KafkaSource
+from kappa_shop.ingest.lag import kafka_lag
 from kappa_shop.log.format import TOPICS
 from kappa_shop.log.generator import generate
 from kappa_shop.ops.broker import jar_directory
@@ -346,12 +347,13 @@ SEND_HOSTILE = "\n".join([
 
 
 @pytest.fixture(scope="module")
-def ingested_from_kafka(broker, produced, tmp_path_factory):
+def ingested_from_kafka(broker, produced, tmp_path_factory, spark):
     """The produced log, one record whose value is not UTF-8 (NOT_UTF8) and the hostile values
     (HOSTILE_VALUES) ingested from Kafka in batches of 200 records, the run killed with SIGKILL
     inside its third batch (after a raw table, before the receipt), then run again; and the
-    deliveries models and their outcomes built on the raw tables. Returns the two runs' output
-    and the offset of each hostile value."""
+    deliveries models and their outcomes built on the raw tables. Returns the two runs' output,
+    the offset of each hostile value, and the log's lag before ingestion (kappa_shop.ingest.lag)
+    after the kill and after the second run, with the records the receipts counted then."""
     root, port = broker
     sent = _jshell(port, tmp_path_factory.mktemp("not-utf8") / "send.jsh", SEND_NOT_UTF8)
     assert "sent " in sent.stdout, sent.stdout + sent.stderr[-3000:]
@@ -375,12 +377,21 @@ def ingested_from_kafka(broker, produced, tmp_path_factory):
         _ingest_environment(root, port),
         raw_dir,
     )
+    source = KafkaSource(bootstrap_servers=f"127.0.0.1:{port}", topic_prefix=PREFIX)
+    query = root / "spark-warehouse" / "_checkpoints" / f"{KAFKA_SCHEMA}_raw" / "ingest" / "query"
+
+    def receipted() -> int:
+        rows = spark.read.parquet(str(raw_dir / "raw_ingestion_batches")).collect()
+        return sum(row["landed_record_count"] for row in rows)
+
+    lags = [(kafka_lag(spark, source, query), receipted())]
 
     again = subprocess.run(
         _ingest_produced(root), cwd=root, env=_ingest_environment(root, port),
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    lags.append((kafka_lag(spark, source, query), receipted()))
     staged = run_in(
         root,
         [str(Path(sys.executable).parent / "dbt"), "run", "--select", "+stg_log__delivery_outcomes",
@@ -390,7 +401,7 @@ def ingested_from_kafka(broker, produced, tmp_path_factory):
         KAPPA_SHOP_SCHEMA=KAFKA_SCHEMA,
     )  # fmt: skip
     assert staged.returncode == 0, staged.stdout[-4000:]
-    return seen, again.stdout, offsets
+    return seen, again.stdout, offsets, lags
 
 
 def test_ingesting_from_kafka_killed_inside_a_batch_then_again_holds_each_record_once(
@@ -398,7 +409,7 @@ def test_ingesting_from_kafka_killed_inside_a_batch_then_again_holds_each_record
 ):
     root, _ = broker
     log, _, _ = produced
-    _, again, _ = ingested_from_kafka
+    _, again, _, _ = ingested_from_kafka
     assert "ingestion batch 3:" in again  # the interrupted batch, replayed
     produced_per_topic = Counter(line.topic for line in landed_lines(log))
     produced_per_topic[NOT_UTF8["topic"]] += 1
@@ -421,6 +432,22 @@ def test_ingesting_from_kafka_killed_inside_a_batch_then_again_holds_each_record
     numbers = sorted(row["ingestion_batch_id"] for row in receipts)
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 4
     assert sum(row["landed_record_count"] for row in receipts) == sum(produced_per_topic.values())
+
+
+def test_the_lag_before_ingestion_counts_what_no_committed_batch_took(
+    broker, produced, ingested_from_kafka
+):
+    # from the brokers' latest offsets and the checkpoint's last committed batch: after the
+    # kill inside batch 3 (before its receipt), every record but the two receipted batches';
+    # after the second run, none
+    log, _, _ = produced
+    (after_kill, receipted_then), (after_again, receipted_at_end) = ingested_from_kafka[3]
+    on_the_topics = sum(1 for _ in landed_lines(log)) + 1 + len(HOSTILE_VALUES)  # (+ NOT_UTF8)
+    assert receipted_at_end == on_the_topics
+    assert 0 < receipted_then < on_the_topics
+    assert after_kill.records == on_the_topics - receipted_then
+    assert after_kill.files is None and after_kill.oldest is None
+    assert after_again.records == 0 and after_again.describe(0.0) == "none"
 
 
 def test_records_from_kafka_are_staged_as_their_landed_lines_are(
@@ -476,7 +503,7 @@ def test_hostile_values_from_kafka_are_quarantined_with_a_reason_or_accepted(
     # each hostile value is one staged row at the offset the broker gave it: accepted (its event
     # id), or quarantined with its reason; nothing dropped, nothing crashed
     root, _ = broker
-    _, _, offsets = ingested_from_kafka
+    _, _, offsets, _ = ingested_from_kafka
     staged = spark.read.parquet(
         str(root / "spark-warehouse" / f"{KAFKA_SCHEMA}.db" / "stg_web__event_deliveries")
     ).where("log_partition = 0 and partition_key = 'u-hostile'")

@@ -4,14 +4,16 @@ parts, a cycle after each part (the service's own loop, `cycles=1` at a time, as
 would run it); the cycles recorded, each record's completion latency timed from its file's
 arrival, the data tests run every second cycle that built; a stop asked for during a cycle
 ends the loop after it, at a safe point; a failure that repeats is said and recorded once; a
-second service on the same log is refused; `kappa-shop status` reads it all back; and at the
-end every model the service keeps equals a full refresh of the same raw tables. (A SIGKILL of
+second service on the same log is refused; the log's lag before ingestion is the files landed
+that no batch took; `kappa-shop status` reads it all back; and at the end every model the
+service keeps equals a full refresh of the same raw tables. (A SIGKILL of
 the service and a broker that goes away: not yet tested, docs/live.md.)"""
 
 from __future__ import annotations
 
 import itertools
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,10 @@ SCHEMA = "live_service"
 # the models the service keeps here: one of each mode (orders by day, current orders, and the
 # staging they read)
 SELECT = ("+orders_daily", "+orders_current")
+
+
+def _landed(landing: Path) -> set[Path]:
+    return {path for path in (landing / "topics").rglob("*.jsonl") if path.name[0] not in "._"}
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +72,10 @@ def service(spark: Any, project_copy: Path, tmp_path_factory: pytest.TempPathFac
         if line.startswith("live: cycle"):
             stop.event.set()
 
+    before = _landed(landing)
     deliver(log_dir, landing, batches[3:])
+    # the log's lag before ingestion: the files just landed, none of them ingested yet
+    seen["waiting"] = (live.log_lag(project, landing), sorted(_landed(landing) - before))
     seen["stopped"] = live.run_live(
         project, landing, every=0, tests_every=2, select=SELECT, say=stopping, stop=stop
     )
@@ -117,6 +126,8 @@ def test_each_cycle_that_built_is_recorded_with_its_batches_records_and_latency(
         assert after.first_batch_id == before.last_batch_id + 1
     assert sum(cycle.records for cycle in cycles) == service["raw records"]
     assert [(cycle.error, cycle.untimed) for cycle in cycles] == [(None, 0)] * 3
+    # nothing landed while a cycle ran: at each one's end, the log's lag was none
+    assert [cycle.lag_records for cycle in cycles] == [0, 0, 0]
     for cycle in cycles:
         latency = cycle.latency
         assert 0 <= latency["p50"] <= latency["p95"] <= latency["p99"] <= latency["max"]
@@ -129,6 +140,18 @@ def test_each_cycle_that_built_is_recorded_with_its_batches_records_and_latency(
     lines = [line for line in service["said"] if line.startswith("live: cycle")]
     assert lines == [cycle.line() for cycle in cycles]
     assert lines[1].startswith("live: cycle 2 (") and ", tests " in lines[1]
+
+
+def test_the_lag_before_ingestion_is_the_landed_files_no_batch_took(service):
+    lag, files = service["waiting"]
+    assert len(files) > 0 and lag.files == len(files)
+    assert lag.records == sum(len(path.read_bytes().splitlines()) for path in files)
+    assert lag.oldest == min(path.stat().st_mtime for path in files)
+    said = lag.describe(lag.oldest + 2.0)
+    assert said == f"{lag.records:,} records in {len(files):,} file(s), the oldest landed 2.0 s ago"
+    # the cycle after took them all: that cycle's records are theirs
+    (stopped,) = service["stopped"]
+    assert stopped.records == lag.records and stopped.lag_records == 0
 
 
 def test_a_cycle_with_nothing_new_is_neither_recorded_nor_said_but_once(service):
@@ -168,6 +191,7 @@ def test_status_reads_the_cycles_back(service):
     )
     last = cycles[-1].last_batch_id
     assert lines[5] == f"ingested through batch {last}; models built through batch {last}"
+    assert lines[6:] == ["not yet ingested: none"]
 
 
 def test_a_failure_that_repeats_is_said_and_recorded_once(
@@ -188,3 +212,39 @@ def test_a_failure_that_repeats_is_said_and_recorded_once(
     assert failed[0].startswith("live: cycle 1 (") and f"failed: {ran[0].error}" in failed[0]
     recorded = live.recorded_cycles(warehouse, project.raw_schema)
     assert [(cycle.number, cycle.error) for cycle in recorded] == [(1, ran[0].error)]
+
+
+def test_a_cycles_table_recorded_before_the_lag_gains_its_column_and_keeps_its_rows(
+    spark: Any, project_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", "live_upgrade")
+    project = DbtProject(root=project_copy, target="local", profiles_dir=project_copy)
+    warehouse = project.warehouse()
+    raw = project.raw_schema
+    warehouse.sql(f"drop schema if exists {raw} cascade")
+    warehouse.sql(f"create schema {raw}")
+    # the table as a service before the lag recorded it, with one cycle
+    warehouse.sql(
+        f"create table {raw}.{live.CYCLES_TABLE} (cycle bigint, started_at timestamp,"
+        " ended_at timestamp, first_batch_id bigint, last_batch_id bigint, records bigint,"
+        " ingest_seconds double, build_seconds double, tests_seconds double,"
+        " model_seconds map<string, double>, latency map<string, double>, error string,"
+        " untimed_records bigint) using parquet"
+    )
+    warehouse.sql(
+        f"insert into {raw}.{live.CYCLES_TABLE} values (1, timestamp'2026-12-06 10:00:00',"
+        " timestamp'2026-12-06 10:00:30', 1, 2, 40, 1.5, 20.0, null, map('sessions', 2.5),"
+        " map('p50', 10.0), null, 0)"
+    )
+    live.ensure_tables(warehouse, raw)
+    stamp = datetime(2026, 12, 6, 10, 1)
+    live.record_cycle(
+        warehouse, raw, live.Cycle(2, stamp, stamp, 3, 3, 5, 0.5, 9.0, None, lag_records=7), {}
+    )
+    cycles = live.recorded_cycles(warehouse, raw)
+    assert [(cycle.number, cycle.records, cycle.lag_records) for cycle in cycles] == [
+        (1, 40, None),
+        (2, 5, 7),
+    ]
+    assert cycles[0].model_seconds == {"sessions": 2.5}
+    assert cycles[1].line().endswith("; log lag 7 records")

@@ -10,11 +10,12 @@ from kappa_shop.commands.common import Subcommands, add_target, open_project
 def register(commands: Subcommands) -> None:
     status = commands.add_parser(
         "status",
-        help="the live service: running or not, its last cycles, latency, waiting batches",
+        help="the live service: running or not, its last cycles, latency, lag",
         description=(
             "Whether `kappa-shop live` runs on the schema's log, its last cycles (one line "
             "each), the completion latency of the records of the last hour (p50, p95, p99, "
-            "max) and the batches ingested but not yet built."
+            "max), the batches ingested but not yet built, and the records the log holds "
+            "that are not ingested yet."
         ),
     )
     add_target(status)

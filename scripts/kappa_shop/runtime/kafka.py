@@ -178,7 +178,7 @@ def kafka_admin(
         admin.close()
 
 
-def _wait(spark: Any, future: Any) -> Any:
+def answer_of(spark: Any, future: Any) -> Any:
     """The value of a Kafka client's future, waiting at most a minute."""
     return future.get(60, spark.sparkContext._jvm.java.util.concurrent.TimeUnit.SECONDS)
 
@@ -194,10 +194,10 @@ def create_topics(
     log gives records to. The names of the topics created."""
     jvm = spark.sparkContext._jvm
     with kafka_admin(spark, bootstrap_servers, options) as admin:
-        present = set(_wait(spark, admin.listTopics().names()))
+        present = set(answer_of(spark, admin.listTopics().names()))
         there = [name for name in partitions if name in present]
         if there:
-            described = _wait(spark, admin.describeTopics(there).allTopicNames())
+            described = answer_of(spark, admin.describeTopics(there).allTopicNames())
             for name in there:
                 count = described.get(name).partitions().size()
                 if count < partitions[name]:
@@ -218,7 +218,7 @@ def create_topics(
                         jvm.java.util.Optional.empty(),  # the brokers' replication factor
                     )
                 )
-            _wait(spark, admin.createTopics(new_topics).all())
+            answer_of(spark, admin.createTopics(new_topics).all())
     return missing
 
 
@@ -227,7 +227,7 @@ def delete_topics(
 ) -> None:
     """Delete the named topics (a proof's own, when it is done)."""
     with kafka_admin(spark, bootstrap_servers, options) as admin:
-        present = set(_wait(spark, admin.listTopics().names()))
+        present = set(answer_of(spark, admin.listTopics().names()))
         gone = [name for name in names if name in present]
         if gone:
-            _wait(spark, admin.deleteTopics(gone).all())
+            answer_of(spark, admin.deleteTopics(gone).all())

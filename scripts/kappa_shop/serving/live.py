@@ -11,6 +11,9 @@ timestamp of a Kafka record; a landed file's modification time) to the end of th
 wrote every model it reaches. A cycle accounts for the batches ingested since the last cycle
 that completed, so a batch a killed cycle ingested is counted, late, by the next.
 
+A cycle also measures, at its end, the log's lag before ingestion: the records the log holds
+that no ingestion batch has taken yet (kappa_shop.ingest.lag), which the next cycle takes.
+
 Cycles are recorded in the raw schema beside the log: `kappa_live_cycles` (one row per
 cycle) and `kappa_live_latency` (per cycle, how many records completed within each tenth of a
 second), which `kappa-shop live --status` reads. While the service runs it holds a lock file
@@ -40,11 +43,24 @@ from pathlib import Path
 from typing import IO, Any
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.ingest.ingestion import BATCH_LOG_TABLE, KafkaSource, ensure_raw_tables, ingest
+from kappa_shop.ingest.ingestion import (
+    BATCH_LOG_TABLE,
+    KafkaSource,
+    checkpoint_dir,
+    ensure_raw_tables,
+    ingest,
+)
+from kappa_shop.ingest.lag import LogLag, kafka_lag, landing_lag
 from kappa_shop.ingest.landed_files import local_path
 from kappa_shop.log.format import TOPICS
 from kappa_shop.runtime.dbt import DbtProject
-from kappa_shop.runtime.warehouse import Warehouse, table_names, warehouse_dir
+from kappa_shop.runtime.warehouse import (
+    Warehouse,
+    clear_unfinished_writes,
+    columns,
+    table_names,
+    warehouse_dir,
+)
 from kappa_shop.serving.versions import build_served, open_serving
 
 CYCLES_TABLE = "kappa_live_cycles"
@@ -71,6 +87,9 @@ class Cycle:
     latency: dict[str, float] = field(default_factory=dict)  # p50, p95, p99, max (seconds)
     error: str | None = None
     untimed: int = 0  # records whose time in the log is unknown (their landed file removed)
+    # the records the log held at the cycle's end that no ingestion batch had taken (None: not
+    # measured, the source not answering)
+    lag_records: int | None = None
     # its records' completion latencies, in ticks: how many records completed within each
     histogram: dict[int, int] = field(default_factory=dict, repr=False)
 
@@ -104,6 +123,8 @@ class Cycle:
             )
         if self.untimed:
             said += f" ({self.untimed:,} records untimed: their landed files were removed)"
+        if self.lag_records is not None:
+            said += f"; log lag {self.lag_records:,} records"
         if self.error:
             said += f"; {self.error}"
         return said
@@ -133,8 +154,12 @@ def ensure_tables(warehouse: Warehouse, raw_schema: str) -> None:
         " cycle bigint, started_at timestamp, ended_at timestamp, first_batch_id bigint,"
         " last_batch_id bigint, records bigint, ingest_seconds double, build_seconds double,"
         " tests_seconds double, model_seconds map<string, double>, latency map<string, double>,"
-        " error string, untimed_records bigint) using parquet"
+        " error string, untimed_records bigint, lag_records bigint) using parquet"
     )
+    described, _ = columns(warehouse, f"{raw_schema}.{CYCLES_TABLE}")
+    if "lag_records" not in {name for name, _ in described}:
+        # (recorded by a service before the lag was measured: the column added, in place)
+        warehouse.sql(f"alter table {raw_schema}.{CYCLES_TABLE} add columns (lag_records bigint)")
     warehouse.sql(
         f"create table if not exists {raw_schema}.{LATENCY_TABLE} ("
         " cycle bigint, latency_ticks bigint, records bigint) using parquet"
@@ -160,6 +185,7 @@ def recorded_cycles(warehouse: Warehouse, raw_schema: str, last: int | None = No
             latency=dict(row["latency"] or {}),
             error=row["error"],
             untimed=int(row["untimed_records"] or 0),
+            lag_records=None if row["lag_records"] is None else int(row["lag_records"]),
         )
         for row in reversed(rows)
     ]
@@ -201,7 +227,7 @@ def record_cycle(
         f"{number(cycle.last_batch_id)}, {cycle.records}, {cycle.ingest_seconds!r}, "
         f"{cycle.build_seconds!r}, {number(cycle.tests_seconds)}, "
         f"{_sql_map(cycle.model_seconds)}, {_sql_map(cycle.latency)}, {_sql_text(cycle.error)}, "
-        f"{cycle.untimed})"
+        f"{cycle.untimed}, {number(cycle.lag_records)})"
     )
 
 
@@ -247,6 +273,14 @@ def _log_times(
         entered = path.stat().st_mtime
         times[entered] = times.get(entered, 0) + int(row["records"])
     return times, untimed
+
+
+def log_lag(project: DbtProject, source: Path | KafkaSource) -> LogLag:
+    """What the log holds that ingestion has not taken yet (kappa_shop.ingest.lag)."""
+    query = checkpoint_dir(project.warehouse(), project.raw_schema) / "query"
+    if isinstance(source, KafkaSource):
+        return kafka_lag(project.spark(), source, query)
+    return landing_lag(source, query)
 
 
 def latency_histogram(log_times: dict[float, int], completed: datetime) -> dict[int, int]:
@@ -356,6 +390,9 @@ def run_live(
     with _service_lock(project, shown), stop.installed():
         ensure_raw_tables(warehouse, project.raw_schema)
         ensure_tables(warehouse, project.raw_schema)
+        # what a killed service left unfinished in its own tables' appends (its rows would be
+        # merged in with the next: SPARK-29037); this service is their one writer
+        clear_unfinished_writes(warehouse, project.raw_schema, [CYCLES_TABLE, LATENCY_TABLE])
         done = recorded_cycles(warehouse, project.raw_schema, last=1)
         number = done[-1].number if done else 0
         # the batches the recorded cycles made visible; a later one (ingested by a cycle killed
@@ -458,11 +495,23 @@ def _cycle(
                     # the models are built and served: their tests' failure is said, not undone
                     cycle.error = "data tests failed: " + str(failed).splitlines()[0]
                 cycle.tests_seconds = time.monotonic() - clock
+            cycle.lag_records = _lag_records(project, source)
     except KappaShopError as error:
         cycle.error = str(error).splitlines()[0] if str(error) else repr(error)
     if cycle.ended_at == started:
         cycle.ended_at = datetime.now(UTC).replace(tzinfo=None)
     return cycle
+
+
+def _lag_records(project: DbtProject, source: Path | KafkaSource) -> int | None:
+    """The log's lag at a cycle's end, in records; None when it cannot be read (a broker gone
+    since the cycle ingested: the next cycle says so)."""
+    from py4j.protocol import Py4JError
+
+    try:
+        return log_lag(project, source).records
+    except (KappaShopError, OSError, ValueError, Py4JError):  # (a Kafka client's, via py4j)
+        return None
 
 
 def _built_cycles(warehouse: Warehouse, raw_schema: str) -> int:
@@ -534,4 +583,21 @@ def status(project: DbtProject, last: int = 10) -> str:
         f"ingested through batch {received}; models built through batch {accounted}"
         + (f" ({received - accounted} batch(es) waiting)" if received > accounted else "")
     )
+    landing = _bound_landing(project)
+    if landing is not None:  # measured now
+        lag = landing_lag(landing, checkpoint_dir(warehouse, project.raw_schema) / "query")
+        lines.append(f"not yet ingested: {lag.describe(time.time())}")
+    elif cycles and cycles[-1].lag_records is not None:  # Kafka's: as the last cycle found it
+        lines.append(
+            f"not yet ingested at the end of cycle {cycles[-1].number}: "
+            f"{cycles[-1].lag_records:,} records"
+        )
     return "\n".join(lines)
+
+
+def _bound_landing(project: DbtProject) -> Path | None:
+    """The landing zone the raw schema is ingested from (the checkpoint is bound to it), None
+    for Kafka or when nothing was ingested yet."""
+    marker = checkpoint_dir(project.warehouse(), project.raw_schema) / "landing_dir.txt"
+    bound = marker.read_text().strip() if marker.is_file() else ""
+    return Path(bound) if bound.startswith("/") else None
