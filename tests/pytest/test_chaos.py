@@ -90,7 +90,7 @@ def test_each_kill_landed_inside_a_write_of_its_step(campaign):
         if run["step"] == "ingest":
             assert re.fullmatch(
                 r"after ingestion batch \d+ \(\d+ written\)|before its first ingestion batch "
-                r"was written",
+                r"was complete",
                 run["landed"],
             ), run["landed"]
         else:  # inside a write of the ledger after the build's last node: its on-run-end hook

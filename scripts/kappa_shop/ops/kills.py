@@ -245,7 +245,7 @@ def where_it_landed(step: str, output: str, log_tail: str) -> tuple[str, str]:
         where = (
             f"after ingestion batch {ingested[-1]} ({len(ingested)} written)"
             if ingested
-            else "before its first ingestion batch was written"
+            else "before its first ingestion batch was complete"
         )
         return where, "(Spark writes, not dbt)"
     phase = ""
