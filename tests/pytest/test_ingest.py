@@ -160,20 +160,27 @@ def test_refuses_raw_tables_it_did_not_create(spark, tmp_path):
         ingest(spark, tmp_path / "landing", "ingest_foreign_raw")
 
 
-def test_a_file_still_being_written_is_refused_then_read_whole(spark, tmp_path):
-    # a producer that writes straight into the landing zone (not under a hidden name, then a
-    # rename): the batch that lists its file half-written sees it grow while it reads it, says
-    # so in one error and commits nothing; the next ingestion reads the same file, whole
+def _web_events(landing: Path, count: int) -> tuple[Path, list[str]]:
+    """The landing zone's directory of web_events' partition 0 (made), and `count` lines of
+    web events for it, at offsets 0.."""
     from kappa_shop.log.format import encode
 
-    landing = tmp_path / "landing"
     directory = landing / "topics" / "web_events" / "partition=0"
     directory.mkdir(parents=True)
     lines = [
         encode({"topic": "web_events", "partition": 0, "offset": offset, "key": "u-1",
                 "event_id": f"e-{offset}"})
-        for offset in range(6)
+        for offset in range(count)
     ]  # fmt: skip
+    return directory, lines
+
+
+def test_a_file_still_being_written_is_refused_then_read_whole(spark, tmp_path):
+    # a producer that writes straight into the landing zone (not under a hidden name, then a
+    # rename): the batch that lists its file half-written sees it grow while it reads it, says
+    # so in one error and commits nothing; the next ingestion reads the same file, whole
+    landing = tmp_path / "landing"
+    directory, lines = _web_events(landing, 6)
     growing = directory / "web_events+0+000000000000.jsonl"
     growing.write_text("".join(line + "\n" for line in lines[:3]) + lines[3][:20])
     (landing / "topics" / "searches" / "partition=0").mkdir(parents=True)
@@ -211,16 +218,8 @@ def test_a_killed_writes_task_output_is_cleared_not_merged_into_the_next_batch(s
     # a kill after a raw write's tasks committed and before its job did leaves their output in
     # the table's `_temporary`; Spark's next static-partition overwrite of the table would
     # merge it in with its own (SPARK-29037): ingestion clears it first, under its lock
-    from kappa_shop.log.format import encode
-
     landing = tmp_path / "landing"
-    directory = landing / "topics" / "web_events" / "partition=0"
-    directory.mkdir(parents=True)
-    lines = [
-        encode({"topic": "web_events", "partition": 0, "offset": offset, "key": "u-1",
-                "event_id": f"e-{offset}"})
-        for offset in range(4)
-    ]  # fmt: skip
+    directory, lines = _web_events(landing, 4)
     first = directory / "web_events+0+000000000000.jsonl"
     first.write_text("".join(line + "\n" for line in lines[:2]))
     schema = "unfinished_write_raw"

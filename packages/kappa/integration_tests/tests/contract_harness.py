@@ -686,12 +686,14 @@ def check_failed_write(project: Project) -> None:
     )
 
 
-def check_unlisted_partition_files(project: Project, tmp: Path) -> None:
-    """A day's files left in its partition's directory without the partition in the metastore
-    (what a run killed after its insert moved them in, before it registered the partition,
-    leaves; found by `kappa-shop chaos`) are replaced, not added to, when a later run
-    recomputes that day."""
-    schema = f"{project.prefix}_unlisted"
+def _day_recomputed_after(
+    project: Project, name: str, plant: Callable[[Path], None]
+) -> dict[str, tuple[int, int]]:
+    """Batches 1 and 2 built; then `plant` leaves in `daily_totals`' directory what a kill
+    would (given the directory; 1 March is `event_date=2024-03-01`); then e11 (late on 1
+    March: daily_totals recomputes that day) built, and a full refresh beside. The tables'
+    differences, per model ({}: none)."""
+    schema = f"{project.prefix}_{name}"
     full = f"{schema}_full"
     log_schema = f"{schema}_log"
     reset(schema, full, log_schema)
@@ -702,18 +704,34 @@ def check_unlisted_partition_files(project: Project, tmp: Path) -> None:
         for row in spark().sql(f"describe table extended {schema}.daily_totals").collect()
         if row["col_name"] == "Location"
     )
-    day = Path(location.removeprefix("file:")) / "event_date=2024-03-01"
-    kept = tmp / "kept"
-    shutil.copytree(day, kept)
-    spark().sql(f"alter table {schema}.daily_totals drop partition (event_date = '2024-03-01')")
-    shutil.copytree(kept, day)  # the files back, the partition no longer listed
-    assert rows(f"select count(*) from {schema}.daily_totals where event_date = '2024-03-01'") == [
-        (0,)
-    ]
-    project.deliver([4], log_schema)  # e11, late on day one: daily_totals recomputes it
+    plant(Path(location.removeprefix("file:")))
+    project.deliver([4], log_schema)
     project.run(schema, log_schema)
     project.run(full, log_schema, "--full-refresh")
-    found = differences(schema, full)
+    return differences(schema, full)
+
+
+FIRST_DAY = "event_date=2024-03-01"
+
+
+def check_unlisted_partition_files(project: Project, tmp: Path) -> None:
+    """A day's files left in its partition's directory without the partition in the metastore
+    (what a run killed after its insert moved them in, before it registered the partition,
+    leaves; found by `kappa-shop chaos`) are replaced, not added to, when a later run
+    recomputes that day."""
+
+    def unlist(table: Path) -> None:
+        kept = tmp / "kept"
+        shutil.copytree(table / FIRST_DAY, kept)
+        schema = f"{project.prefix}_unlisted"
+        spark().sql(f"alter table {schema}.daily_totals drop partition (event_date = '2024-03-01')")
+        shutil.copytree(kept, table / FIRST_DAY)  # the files back, the partition no longer listed
+        counted = rows(
+            f"select count(*) from {schema}.daily_totals where event_date = '2024-03-01'"
+        )
+        assert counted == [(0,)]
+
+    found = _day_recomputed_after(project, "unlisted", unlist)
     require(
         found == {},
         Reason.DIFFERENCE,
@@ -727,28 +745,15 @@ def check_unfinished_write(project: Project) -> None:
     `kappa-shop chaos` killing inside writes) is never merged into the table by a later
     write: Spark's next append into the same table would (SPARK-29037), its rows counted
     twice. Here a recomputed day's task output, planted as the kill leaves it."""
-    schema = f"{project.prefix}_unfinished"
-    full = f"{schema}_full"
-    log_schema = f"{schema}_log"
-    reset(schema, full, log_schema)
-    project.deliver([1, 2], log_schema)
-    project.run(schema, log_schema)
-    location = next(
-        row["data_type"]
-        for row in spark().sql(f"describe table extended {schema}.daily_totals").collect()
-        if row["col_name"] == "Location"
-    )
-    table = Path(location.removeprefix("file:"))
-    day = "event_date=2024-03-01"
-    task = table / "_temporary" / "0" / "task_202612060000000_0007_m_000000" / day
-    task.mkdir(parents=True)
-    for written in (table / day).glob("part-*"):
-        shutil.copy(written, task / written.name.replace("part-", "part-killed-"))
-    assert any(task.iterdir())
-    project.deliver([4], log_schema)  # e11, late on day one: daily_totals recomputes it
-    project.run(schema, log_schema)
-    project.run(full, log_schema, "--full-refresh")
-    found = differences(schema, full)
+
+    def plant(table: Path) -> None:
+        task = table / "_temporary" / "0" / "task_202612060000000_0007_m_000000" / FIRST_DAY
+        task.mkdir(parents=True)
+        for written in (table / FIRST_DAY).glob("part-*"):
+            shutil.copy(written, task / written.name.replace("part-", "part-killed-"))
+        assert any(task.iterdir())
+
+    found = _day_recomputed_after(project, "unfinished", plant)
     require(
         found == {},
         Reason.DIFFERENCE,
