@@ -22,6 +22,8 @@ import re
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -45,11 +47,15 @@ from kappa_shop.ingest.ingestion import KafkaSource
 from kappa_shop.ingest.lag import kafka_lag
 from kappa_shop.log.format import TOPICS
 from kappa_shop.log.generator import generate
+from kappa_shop.log.landing import deliver
+from kappa_shop.log.produce import produce
 from kappa_shop.ops.broker import jar_directory
+from kappa_shop.ops.chaos_worker import compare_counts, landed_records, raw_records
 from kappa_shop.proof.verify import format_report, verify
 from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.kafka import answers
 from kappa_shop.runtime.processes import process_alive
+from kappa_shop.serving import live
 
 pytestmark = pytest.mark.spark  # (a JVM of its own, as long as a Spark test's)
 
@@ -633,6 +639,77 @@ def test_the_proof_from_kafka_passes(broker, spark, project_copy, tmp_path):
     left = _topics(port, tmp_path / "list_topics.jsh")
     assert not [topic for topic in left if topic.startswith(topics[1])], left
     assert {PREFIX + topic.name for topic in TOPICS} <= left
+
+
+def test_the_live_service_waits_for_a_broker_that_went_away_and_goes_on(
+    broker, spark, project_copy, tmp_path, monkeypatch
+):
+    # `kappa-shop live` from Kafka, in this process, on the suite's Spark: a batch produced and
+    # built; the broker stopped (`kappa-shop kafka down`) after that cycle: the next cycle says
+    # so in one line, the ones after it fail in silence; started again (`up`, its data kept)
+    # a few seconds later: the service says it goes on, and takes a second batch produced
+    # then. Every produced record is in its raw table once; the service's records hold each
+    # cycle once and each ingestion batch once.
+    root, port = broker
+    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", "live_kafka")
+    project = DbtProject(root=project_copy, target="local", profiles_dir=project_copy)
+    warehouse = project.warehouse()
+    for row in warehouse.sql("show schemas like 'live_kafka*'"):
+        warehouse.sql(f"drop schema {row['namespace']} cascade")
+    log, landing = tmp_path / "log", tmp_path / "landing"
+    generate(replace(PRODUCED_LOG, events=300, batches=2), log, progress=lambda message: None)
+    source = KafkaSource(bootstrap_servers=f"127.0.0.1:{port}", topic_prefix="live_restart.")
+
+    def produce_batch(batch: int) -> None:
+        deliver(log, landing, [batch])  # (what was produced, for the count)
+        produce(spark, log, [batch], source.bootstrap_servers, progress=lambda message: None,
+                topic_prefix=source.topic_prefix)  # fmt: skip
+
+    said: list[str] = []
+    built: list[str] = []
+    stop = live.StopRequest()
+    up_again: list[subprocess.CompletedProcess] = []
+    restarted = threading.Thread(
+        target=lambda: (time.sleep(6), up_again.append(_kafka(root, port, "up")))
+    )
+
+    def say(line: str) -> None:
+        said.append(line)
+        if re.match(r"live: cycle \d+ .*batch\(es\)", line):
+            built.append(line)
+            if len(built) == 1:
+                assert _kafka(root, port, "down").returncode == 0
+                restarted.start()
+            else:
+                stop.event.set()
+        elif line.startswith("live: up to date") and restarted.ident and not restarted.is_alive():
+            produce_batch(2)  # (the broker back, the service idle: the next batch)
+
+    produce_batch(1)
+    try:  # (at most 120 cycles, a second apart, should the broker not come back)
+        live.run_live(project, source, every=1, cycles=120, tests_every=0,
+                      select=("+stg_orders__order_events",), say=say, stop=stop)  # fmt: skip
+    finally:
+        if restarted.ident:
+            restarted.join()
+        if not answers(port):
+            _kafka(root, port, "up")  # (the module's later tests need it)
+    shown = "\n".join(said)
+    assert up_again and up_again[0].returncode == 0, up_again and up_again[0].stderr[-2000:]
+    assert stop.event.is_set() and len(built) == 2, shown
+    failed = [line for line in said if "failed:" in line]
+    assert len(failed) == 1, shown
+    assert f"failed: no Kafka broker answers at 127.0.0.1:{port}" in failed[0], shown
+    going_on = [line for line in said if line.startswith("live: going on after ")]
+    assert len(going_on) == 1 and "no Kafka broker answers" in going_on[0], shown
+    # the broker was away for several cycles (one every second), said once
+    assert int(re.search(r"after (\d+) failed", going_on[0])[1]) >= 3, shown
+    assert said.index(failed[0]) < said.index(going_on[0]), shown
+    assert re.search(r"cycle \d+ .*: 1 batch\(es\) 2\.\.2, ", shown), shown
+    assert compare_counts(
+        landed_records(landing, kafka=True), raw_records(warehouse, project.raw_schema, kafka=True)
+    ) == ("exactly once", [])
+    assert live.check_records(project) == []
 
 
 def test_producing_without_a_broker_is_one_line(tmp_path):

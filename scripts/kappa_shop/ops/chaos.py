@@ -16,9 +16,13 @@ for each run, drawn from one random generator seeded with --seed:
    - `compaction`: `kappa-shop build --log ingested`, killed inside its on-run-end hook, which
      compacts the batch ledger (every build of a campaign compacts: the ledger's limit is set to
      2 runs per model, KAPPA_LEDGER_COMPACT_AFTER);
+   - `live`: `kappa-shop live` for one cycle (the service: ingestion, the build of what is new,
+     the cycle's record), killed at a random moment of its cycle;
 3. the recovery runs the normal commands again: `kappa-shop ingest` and
    `kappa-shop build --log ingested` with every data test (one process, the CLI's own
-   code), then checks that every landed record is in its raw table exactly once;
+   code; after a killed service, first the service again for a cycle, as its next start runs,
+   and its records checked: no cycle recorded twice, no batch accounted for twice or never),
+   then checks that every landed record is in its raw table exactly once;
 4. every --check-every runs and after the last, a reprocess without its switch (`kappa-shop
    reprocess --no-switch`, its tests left out) rebuilds every model from the raw tables beside
    the served version and compares them: every model of the served version, maintained
@@ -53,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.ops.chaos_worker import RESULT_PREFIX, ingest_arguments
+from kappa_shop.ops.chaos_worker import RESULT_PREFIX, ingest_arguments, live_arguments
 from kappa_shop.ops.kills import (
     WORK_BEGINS,
     WriteWatch,
@@ -64,13 +68,17 @@ from kappa_shop.ops.kills import (
     where_it_landed,
 )
 
-STEPS = ("ingest", "build", "full-refresh", "reprocess", "compaction")
+STEPS = ("ingest", "build", "full-refresh", "reprocess", "compaction", "live")
 # Until a command has run once unkilled: its expected seconds (the kill's moment is drawn in it).
 # Compaction's: the seconds after the build's last node in which the on-run-end hook starts its
-# writes (the ledger's commit, then the compacted rows).
+# writes (the ledger's commit, then the compacted rows). A service's cycle: ingestion and a
+# build's.
 FIRST_ESTIMATES = {
     "ingest": 30.0, "build": 90.0, "full-refresh": 90.0, "reprocess": 150.0, "compaction": 1.0,
+    "live": 60.0,
 }  # fmt: skip
+# the steps whose command ingests the run's batch itself (the campaign does not, before it)
+INGESTING = ("ingest", "live")
 COMPACT_AFTER = "2"  # every model's batch ledger is compacted at every build of a campaign
 
 
@@ -188,6 +196,8 @@ class Campaign:
             return self._kappa_shop(*ingest_arguments(self.landing, self.config.kafka))
         if step == "reprocess":
             return self._kappa_shop("reprocess")
+        if step == "live":
+            return self._kappa_shop(*live_arguments(self.landing, self.config.kafka))
         build = ["build", "--log", "ingested", "--no-docs"]
         if step == "full-refresh":
             build.append("--full-refresh")
@@ -241,7 +251,7 @@ class Campaign:
             progress=lambda message: None,
         )  # fmt: skip
         setup = self._worker(
-            "setup", "--work-dir", str(self.work_dir), "--ingest", str(steps[0] != "ingest")
+            "setup", "--work-dir", str(self.work_dir), "--ingest", str(steps[0] not in INGESTING)
         )
         self.progress(f"  started from nothing: {setup['detail']}")
         if setup["problems"]:
@@ -260,7 +270,7 @@ class Campaign:
             result = self._worker(
                 "recover", "--work-dir", str(self.work_dir), "--step", step,
                 "--compare", str(compare), "--next-batch", str(number + 2) if not last else "0",
-                "--ingest", str(following is not None and following != "ingest"),
+                "--ingest", str(following is not None and following not in INGESTING),
             )  # fmt: skip
             run.recovery = result["recovery"]
             run.raw = result["raw"]

@@ -23,20 +23,29 @@ FILES_PER_INGESTION_BATCH = 4
 RECORDS_PER_INGESTION_BATCH = 150  # (from Kafka: --max-files-per-batch caps records)
 
 
+def source_arguments(landing: Path, kafka: Any) -> list[str]:
+    """Where a campaign's commands read the log: its landing zone, or its Kafka topics."""
+    if kafka is None:
+        return ["--landing", str(landing)]
+    return [
+        "--kafka", "--bootstrap-servers", kafka.bootstrap_servers,
+        "--topic-prefix", kafka.topic_prefix,
+        *(f"--kafka-option={name}={value}" for name, value in kafka.options.items()),
+    ]  # fmt: skip
+
+
 def ingest_arguments(landing: Path, kafka: Any) -> list[str]:
     """`kappa-shop ingest` of a campaign: from its landing zone, a few files per ingestion
     batch; or from its Kafka topics, a few hundred records per batch."""
-    if kafka is None:
-        return [
-            "ingest", "--landing", str(landing),
-            "--max-files-per-batch", str(FILES_PER_INGESTION_BATCH),
-        ]  # fmt: skip
-    return [
-        "ingest", "--kafka", "--bootstrap-servers", kafka.bootstrap_servers,
-        "--topic-prefix", kafka.topic_prefix,
-        *(f"--kafka-option={name}={value}" for name, value in kafka.options.items()),
-        "--max-files-per-batch", str(RECORDS_PER_INGESTION_BATCH),
-    ]  # fmt: skip
+    limit = FILES_PER_INGESTION_BATCH if kafka is None else RECORDS_PER_INGESTION_BATCH
+    return ["ingest", *source_arguments(landing, kafka), "--max-files-per-batch", str(limit)]
+
+
+def live_arguments(landing: Path, kafka: Any) -> list[str]:
+    """`kappa-shop live` of a campaign: the service for one cycle (ingest what is new, build,
+    record the cycle), its data tests left to the recovery."""
+    return ["live", *source_arguments(landing, kafka), "--every", "0", "--cycles", "1",
+            "--tests-every", "0"]  # fmt: skip
 
 
 def landed_records(landing: Path, kafka: bool = False) -> Counter:
@@ -186,6 +195,9 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
         _ingest(project, landing, kafka)
         result["seconds"]["ingest"] = time.monotonic() - started
         done.append("ingest again")
+    if step == "live":
+        done.append(_live_again(project, landing if kafka is None else kafka))
+        result["problems"] += _live_records_problems(project)
     started = time.monotonic()
     _build(project, tests=True)
     result["seconds"]["build"] = time.monotonic() - started
@@ -226,6 +238,32 @@ def _worker(arguments: argparse.Namespace) -> dict[str, Any]:
 
         delete_topics(project.spark(), kafka.bootstrap_servers, kafka.topic_names(), kafka.options)
     return result
+
+
+def _live_again(project: Any, source: Any) -> str:
+    """The killed service started again, as its next start runs: a cycle that takes what the
+    killed one left (its ingestion batch replayed, its build redone under the contract)."""
+    from kappa_shop.serving.live import run_live
+
+    said: list[str] = []
+    cycles = run_live(project, source, every=0, cycles=1, tests_every=0, say=said.append)
+    for line in said:
+        print(f"chaos-worker: {line}", flush=True)
+    cycle = cycles[-1]
+    if cycle.error:
+        raise KappaShopError(f"the service started again failed its cycle: {cycle.error}")
+    return "the service again: " + (
+        f"a cycle took batches {cycle.first_batch_id}..{cycle.last_batch_id}"
+        if cycle.batches
+        else "nothing left to take"
+    )
+
+
+def _live_records_problems(project: Any) -> list[str]:
+    """What the service's records say was doubled or left out (live.check_records)."""
+    from kappa_shop.serving.live import check_records
+
+    return [f"the service's records: {problem}" for problem in check_records(project)]
 
 
 def _start_clean(project: Any, landing: Path) -> None:

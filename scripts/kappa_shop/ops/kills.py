@@ -193,6 +193,7 @@ WORK_BEGINS = {
     "full-refresh": _ON_RUN_START,
     "reprocess": r"^Reprocess: ",
     "compaction": _LAST_NODE.pattern,
+    "live": r"^live: .+ -> ",  # (its first line: Spark started, its tables there)
 }
 _KINDS = (
     ("insert overwrite", "insert overwrite"), ("insert into", "insert"),
@@ -248,6 +249,13 @@ def where_it_landed(step: str, output: str, log_tail: str) -> tuple[str, str]:
             else "before its first ingestion batch was complete"
         )
         return where, "(Spark writes, not dbt)"
+    if step == "live":  # (its build is quiet: where it was, from dbt's debug log alone)
+        flying = statements_in_flight(log_tail)
+        if not flying:
+            return "its cycle, outside dbt (ingesting or recording)", "(Spark writes, not dbt)"
+        names = ", ".join(sorted({node for node, _ in flying}))
+        kinds = ", ".join(sorted({f"{kind} ({node})" for node, kind in flying}))
+        return f"its cycle's build: {names}", kinds
     phase = ""
     if step == "reprocess":
         for pattern, name in (

@@ -34,7 +34,11 @@ def runs_main_class(pid: int | None, main_class: str) -> bool:
 
 
 def port_taken(port: int) -> bool:
+    """Whether a process listens on (or has bound) `port` of the loopback. A port whose last
+    server stopped a moment ago, its connections' ends still waiting (TIME_WAIT), is free: a
+    server binds it as Java's do (SO_REUSEADDR), and so does this probe."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((LOOPBACK, port))
         except OSError:

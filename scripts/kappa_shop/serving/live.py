@@ -29,6 +29,7 @@ killed one did not commit), nothing lost or doubled.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import math
 import os
@@ -239,6 +240,51 @@ def received_through(warehouse: Warehouse, raw_schema: str) -> int:
     return int(rows[0]["last"])
 
 
+def check_records(project: DbtProject) -> list[str]:
+    """What the service's own records say went wrong after kills (empty: nothing): a cycle
+    recorded twice, an ingestion batch accounted for by two cycles or by none (once a cycle
+    has run since it was ingested), a cycle whose latency histogram does not hold its timed
+    records."""
+    warehouse, raw = project.warehouse(), project.raw_schema
+    cycles, latency = f"{raw}.{CYCLES_TABLE}", f"{raw}.{LATENCY_TABLE}"
+    problems = [
+        f"cycle {row['cycle']} recorded {row['times']} times"
+        for row in warehouse.sql(
+            f"select cycle, count(*) as times from {cycles} group by cycle having count(*) > 1"
+        )
+    ]
+    ranges = sorted(
+        (int(row["first_batch_id"]), int(row["last_batch_id"]), int(row["cycle"]))
+        for row in warehouse.sql(
+            f"select distinct cycle, first_batch_id, last_batch_id from {cycles}"
+            " where last_batch_id is not null"
+        )
+    )
+    for (_, last, cycle), (first, _, then) in itertools.pairwise(ranges):
+        if first <= last:
+            problems.append(f"ingestion batch {first} accounted for by cycles {cycle} and {then}")
+        elif first > last + 1:
+            problems.append(
+                f"ingestion batch(es) {last + 1}..{first - 1} accounted for by no cycle"
+            )
+    received, accounted = received_through(warehouse, raw), ranges[-1][1] if ranges else 0
+    latest = recorded_cycles(warehouse, raw, last=1)
+    if ranges and received > accounted and not latest[-1].error:  # (a failed one: the next's)
+        problems.append(f"ingestion batch(es) {accounted + 1}..{received} built by no cycle")
+    problems += [
+        f"cycle {row['cycle']}: {row['timed']} records timed, its latencies hold {row['held']}"
+        for row in warehouse.sql(
+            "select c.cycle, c.records - coalesce(c.untimed_records, 0) as timed,"
+            " coalesce(l.held, 0) as held"
+            f" from (select distinct cycle, records, untimed_records from {cycles}) c"
+            f" left join (select cycle, sum(records) as held from {latency} group by cycle) l"
+            " on c.cycle = l.cycle"
+            " where c.records - coalesce(c.untimed_records, 0) != coalesce(l.held, 0)"
+        )
+    ]
+    return problems
+
+
 def _log_times(
     warehouse: Warehouse, raw_schema: str, first: int, last: int, source: Path | KafkaSource
 ) -> tuple[dict[float, int], int]:
@@ -412,9 +458,18 @@ def run_live(
         due = time.monotonic()
         idle_said = False
         failing = None  # the error the last failed cycle said
+        failed: list[Cycle] = []  # the failed cycles since the last that did not fail
         while not stop.event.is_set() and (cycles is None or len(ran) < cycles):
             cycle = _cycle(project, source, number + 1, accounted, tests_every, select, stop, say)
             ran.append(cycle)
+            if cycle.error and not cycle.batches:
+                failed.append(cycle)
+            elif failed:  # (a broker back: the service says it goes on, and since when)
+                say(
+                    f"live: going on after {len(failed)} failed cycle(s) since "
+                    f"{failed[0].started_at:%H:%M:%S} UTC ({failed[-1].error})"
+                )
+                failed = []
             if cycle.batches or (cycle.error and cycle.error != failing):
                 # a cycle that built or failed is recorded and said; one that found nothing new
                 # is neither (a service idles for hours), but the first of a quiet spell says so,
