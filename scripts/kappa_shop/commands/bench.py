@@ -85,6 +85,20 @@ def register(commands: Subcommands) -> None:
         metavar="SECONDS",
         help="with --live: the service's cycle interval (default 5)",
     )
+    bench.add_argument(
+        "--kills",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --live: kill the service with SIGKILL at K random moments of the load, "
+        "starting it again at once (default 0)",
+    )
+    bench.add_argument(
+        "--kafka",
+        action="store_true",
+        help="with --live: produce the log to the project's Kafka broker (`kappa-shop kafka "
+        "up`) instead of landing files, and stop and start the broker once during the load",
+    )
     bench.set_defaults(handler=run)
 
 
@@ -103,13 +117,14 @@ def run(arguments: argparse.Namespace) -> int:
         work_dir.mkdir(parents=True, exist_ok=True)
         live = run_live_bench(
             project, arguments.events, arguments.rate, arguments.minutes, work_dir,
-            every=arguments.every, seed=arguments.seed,
+            every=arguments.every, seed=arguments.seed, kills=arguments.kills,
+            kafka=arguments.kafka,
         )  # fmt: skip
         print(live.markdown())
         for path in write_live_results(live, work_dir):
             print(f"Wrote {path}")
         if live.failed:
-            print(f"kappa-shop bench --live: the models differ: {live.check}", file=sys.stderr)
+            print(f"kappa-shop bench --live: {'; '.join(live.problems)}", file=sys.stderr)
             return 1
         return 0
     if arguments.successive:

@@ -147,8 +147,8 @@ def open_project(arguments: argparse.Namespace, root: Path | None = None) -> Dbt
 
     root = root or project_root(arguments)
     if getattr(arguments, "kafka", False) and not all(
-        "=" in option for option in arguments.kafka_option
-    ):
+        "=" in option for option in getattr(arguments, "kafka_option", [])
+    ):  # (bench --kafka has no client settings: it produces to the project's own broker)
         raise KappaShopError("--kafka-option takes NAME=VALUE, such as security.protocol=SSL")
     check_java()
     prepare_process_environment(root)

@@ -103,6 +103,12 @@ def _write_state(home: Path, broker: Broker) -> None:
     os.replace(hidden, path)
 
 
+def running(home: Path) -> Broker | None:
+    """The broker started from `home` (`kappa-shop kafka up`), when it runs."""
+    broker = _read_state(home)
+    return broker if _runs(broker) else None
+
+
 def _runs(broker: Broker | None) -> bool:
     """Whether the broker `broker` names still runs (not another process with its old pid)."""
     if broker is None or not broker.pid or not process_alive(broker.pid):

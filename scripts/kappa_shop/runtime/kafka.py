@@ -116,6 +116,7 @@ def kafka_spark(app_name: str = "kappa_shop_produce") -> Any:
         .config("spark.jars", jars)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.bindAddress", LOOPBACK)
         .config("spark.driver.host", LOOPBACK)
         .getOrCreate()
