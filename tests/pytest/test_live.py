@@ -21,6 +21,7 @@ import pytest
 
 from kappa_shop.bench.checks import model_grains
 from kappa_shop.errors import KappaShopError
+from kappa_shop.ingest.ingestion import BATCH_LOG_TABLE, ensure_raw_tables
 from kappa_shop.log.format import TOPICS
 from kappa_shop.log.landing import batch_numbers, deliver
 from kappa_shop.proof.diff import diff_models
@@ -214,14 +215,21 @@ def test_a_failure_that_repeats_is_said_and_recorded_once(
     assert [(cycle.number, cycle.error) for cycle in recorded] == [(1, ran[0].error)]
 
 
+def _without_raw_schema(
+    project_copy: Path, monkeypatch: pytest.MonkeyPatch, schema: str
+) -> tuple[DbtProject, Any, str]:
+    """The project on `schema`, its raw schema dropped: (project, warehouse, raw schema)."""
+    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", schema)
+    project = DbtProject(root=project_copy, target="local", profiles_dir=project_copy)
+    warehouse = project.warehouse()
+    warehouse.sql(f"drop schema if exists {project.raw_schema} cascade")
+    return project, warehouse, project.raw_schema
+
+
 def test_a_cycles_table_recorded_before_the_lag_gains_its_column_and_keeps_its_rows(
     spark: Any, project_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("KAPPA_SHOP_SCHEMA", "live_upgrade")
-    project = DbtProject(root=project_copy, target="local", profiles_dir=project_copy)
-    warehouse = project.warehouse()
-    raw = project.raw_schema
-    warehouse.sql(f"drop schema if exists {raw} cascade")
+    _, warehouse, raw = _without_raw_schema(project_copy, monkeypatch, "live_upgrade")
     warehouse.sql(f"create schema {raw}")
     # the table as a service before the lag recorded it, with one cycle
     warehouse.sql(
@@ -248,3 +256,39 @@ def test_a_cycles_table_recorded_before_the_lag_gains_its_column_and_keeps_its_r
     ]
     assert cycles[0].model_seconds == {"sessions": 2.5}
     assert cycles[1].line().endswith("; log lag 7 records")
+
+
+def test_the_service_s_records_are_checked_for_a_cycle_or_batch_twice_or_never(
+    spark: Any, project_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what kills could leave wrong in the service's own records, planted: cycle 2 recorded
+    # twice (an append merged in again), ingestion batch 3 accounted for by cycles 2 and 3,
+    # batch 5 by none, a cycle whose latencies hold fewer records than it timed, and batch 7
+    # received but built by no cycle (the last cycle did not fail): each one line
+    project, warehouse, raw = _without_raw_schema(project_copy, monkeypatch, "live_planted")
+    ensure_raw_tables(warehouse, raw)
+    live.ensure_tables(warehouse, raw)
+    assert live.check_records(project) == []  # (nothing recorded yet: nothing wrong)
+    stamp = datetime(2026, 12, 6, 10, 1)
+    for number, first, last, histogram in (
+        (1, 1, 2, {10: 4}),
+        (2, 3, 4, {20: 6}),
+        (2, 3, 4, {20: 6}),
+        (3, 3, 3, {30: 1}),
+        (4, 6, 6, {40: 2}),
+    ):
+        records = sum(histogram.values())
+        cycle = live.Cycle(number, stamp, stamp, first, last, records, 0.5, 9.0, None)
+        live.record_cycle(warehouse, raw, cycle, {} if number == 4 else histogram)
+    warehouse.sql(
+        f"insert into {raw}.{BATCH_LOG_TABLE} partition (ingestion_batch_id)"
+        " select current_timestamp(), 1, 1, id from range(1, 8)"
+    )
+    assert live.check_records(project) == [
+        "cycle 2 recorded 2 times",
+        "ingestion batch 3 accounted for by cycles 2 and 3",
+        "ingestion batch(es) 5..5 accounted for by no cycle",
+        "ingestion batch(es) 7..7 built by no cycle",
+        "cycle 2: 6 records timed, its latencies hold 12",
+        "cycle 4: 2 records timed, its latencies hold 0",
+    ]

@@ -213,6 +213,7 @@ class _Service:
         self.log: IO[str] = log.open("w", encoding="utf-8")
         self.lines: list[tuple[float, str]] = []
         self.process: subprocess.Popen[str] | None = None
+        self.reader: threading.Thread | None = None
         self.cpu_before = 0.0  # the CPU seconds of the processes killed before this one
 
     def start(self) -> None:
@@ -220,7 +221,8 @@ class _Service:
             self.command, cwd=self.root, env=self.environment, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True,
         )  # fmt: skip
-        threading.Thread(target=self._read, args=(self.process,), daemon=True).start()
+        self.reader = threading.Thread(target=self._read, args=(self.process,), daemon=True)
+        self.reader.start()
 
     def _read(self, process: subprocess.Popen[str]) -> None:
         assert process.stdout is not None
@@ -265,6 +267,8 @@ class _Service:
             self.kill()
         metastore = self.root / "metastore_db"
         wait_for_the_group_to_die(self.pid, metastore if metastore.is_dir() else None)
+        if self.reader is not None:
+            self.reader.join(timeout=30)  # (its last lines read, before the file closes)
         self.log.close()
 
     def built_cycles(self, since: float = 0.0) -> list[tuple[int, float, float]]:

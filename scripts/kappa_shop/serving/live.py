@@ -251,25 +251,31 @@ def check_records(project: DbtProject) -> list[str]:
         f"cycle {row['cycle']} recorded {row['times']} times"
         for row in warehouse.sql(
             f"select cycle, count(*) as times from {cycles} group by cycle having count(*) > 1"
+            " order by cycle"
         )
     ]
-    ranges = sorted(
-        (int(row["first_batch_id"]), int(row["last_batch_id"]), int(row["cycle"]))
-        for row in warehouse.sql(
-            f"select distinct cycle, first_batch_id, last_batch_id from {cycles}"
-            " where last_batch_id is not null"
+    owners: dict[int, list[int]] = {}  # ingestion batch: the cycles that accounted for it
+    for row in warehouse.sql(
+        f"select distinct cycle, first_batch_id, last_batch_id from {cycles}"
+        " where last_batch_id is not null order by cycle"
+    ):
+        for batch in range(int(row["first_batch_id"]), int(row["last_batch_id"]) + 1):
+            owners.setdefault(batch, []).append(int(row["cycle"]))
+    problems += [
+        f"ingestion batch {batch} accounted for by cycles {' and '.join(map(str, owners[batch]))}"
+        for batch in sorted(owners)
+        if len(owners[batch]) > 1
+    ]
+    accounted = max(owners, default=0)
+    never = [batch for batch in range(1, accounted + 1) if batch not in owners]
+    for _, run in itertools.groupby(enumerate(never), key=lambda item: item[1] - item[0]):
+        batches = [batch for _, batch in run]
+        problems.append(
+            f"ingestion batch(es) {batches[0]}..{batches[-1]} accounted for by no cycle"
         )
-    )
-    for (_, last, cycle), (first, _, then) in itertools.pairwise(ranges):
-        if first <= last:
-            problems.append(f"ingestion batch {first} accounted for by cycles {cycle} and {then}")
-        elif first > last + 1:
-            problems.append(
-                f"ingestion batch(es) {last + 1}..{first - 1} accounted for by no cycle"
-            )
-    received, accounted = received_through(warehouse, raw), ranges[-1][1] if ranges else 0
+    received = received_through(warehouse, raw)
     latest = recorded_cycles(warehouse, raw, last=1)
-    if ranges and received > accounted and not latest[-1].error:  # (a failed one: the next's)
+    if owners and received > accounted and not latest[-1].error:  # (a failed one: the next's)
         problems.append(f"ingestion batch(es) {accounted + 1}..{received} built by no cycle")
     problems += [
         f"cycle {row['cycle']}: {row['timed']} records timed, its latencies hold {row['held']}"
@@ -280,6 +286,7 @@ def check_records(project: DbtProject) -> list[str]:
             f" left join (select cycle, sum(records) as held from {latency} group by cycle) l"
             " on c.cycle = l.cycle"
             " where c.records - coalesce(c.untimed_records, 0) != coalesce(l.held, 0)"
+            " order by c.cycle"
         )
     ]
     return problems
