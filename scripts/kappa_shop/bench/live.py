@@ -118,11 +118,14 @@ class LiveBenchReport:
         return bool(self.problems)
 
     def memory_trend(self) -> float:
-        """Least-squares slope of resident memory, MiB per minute."""
-        if len(self.memory_mib) < 3:
+        """Least-squares slope of resident memory, MiB per minute, of the service's last JVM:
+        from the load's start, or a minute after its last start after a kill."""
+        starts = [at + 60.0 for at, what in self.disruptions if what == "started"]
+        samples = [(t, m) for t, m in self.memory_mib if t >= max(starts, default=0.0)]
+        if len(samples) < 3:
             return 0.0
-        xs = [t / 60 for t, _ in self.memory_mib]
-        ys = [m for _, m in self.memory_mib]
+        xs = [t / 60 for t, _ in samples]
+        ys = [m for _, m in samples]
         mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
         spread = sum((x - mean_x) ** 2 for x in xs)
         return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
@@ -186,7 +189,7 @@ class LiveBenchReport:
             f"{max(memory):,.0f} MiB |"
             if memory
             else "| memory | - |",
-            f"| memory trend | {self.memory_trend():+.1f} MiB/min |",
+            f"| memory trend (of the service's last JVM) | {self.memory_trend():+.1f} MiB/min |",
             f"| every delivered record in its raw table | {self.raw} |",
             "| the service's records (no cycle twice, no batch twice or never) | "
             + ("sound" if not self.records_problems else "; ".join(self.records_problems))
