@@ -43,7 +43,8 @@ from conftest import (
 )
 from log_oracle import classify, defect, landed_lines
 
-from kappa_shop.ingest.ingestion import KafkaSource
+from kappa_shop.errors import KappaShopError
+from kappa_shop.ingest.ingestion import KafkaSource, check_topics
 from kappa_shop.ingest.lag import kafka_lag
 from kappa_shop.log.format import TOPICS
 from kappa_shop.log.generator import generate
@@ -145,6 +146,21 @@ def test_ingesting_from_a_broker_without_the_log_s_topics_is_one_line(broker):
         "(`kappa-shop produce`) or create it. Nothing was ingested"
     )
     assert not (root / "spark-warehouse" / "no_topics_raw.db" / "raw_ingestion_batches").exists()
+
+
+def test_no_broker_answering_a_client_with_settings_is_one_line(spark):
+    # with client settings (TLS, SASL: here only timeouts) the protocol probe is left out, so
+    # a broker that does not answer is the admin client giving up, said in one line (as a
+    # broker gone between the probe and the listing is, in the live service's cycle)
+    port = free_ports(1)
+    source = KafkaSource(
+        f"127.0.0.1:{port}", {"default.api.timeout.ms": "2000", "request.timeout.ms": "1000"}
+    )
+    with pytest.raises(KappaShopError) as raised:
+        check_topics(spark, source)
+    said = str(raised.value)
+    assert said.startswith(f"Kafka at 127.0.0.1:{port} did not answer: "), said
+    assert "TimeoutException" in said and "\n" not in said, said
 
 
 def test_a_taken_port_is_refused_in_one_line(tmp_path):

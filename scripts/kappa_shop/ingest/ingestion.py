@@ -382,14 +382,13 @@ def _landed_lines(spark: Any, topics_dir: Path, max_files_per_batch: int | None)
 
 def check_topics(spark: Any, source: KafkaSource) -> None:
     """Stop in one line when no broker answers or a topic of the log is missing."""
-    from kappa_shop.runtime.kafka import check_brokers, check_connector, kafka_admin
+    from kappa_shop.runtime.kafka import answer_of, check_brokers, check_connector, kafka_admin
 
     check_connector(spark)
     if not source.options:  # (a broker that needs TLS or SASL does not answer the probe)
         check_brokers(source.bootstrap_servers)
-    seconds = spark.sparkContext._jvm.java.util.concurrent.TimeUnit.SECONDS
     with kafka_admin(spark, source.bootstrap_servers, source.options) as admin:
-        present = set(admin.listTopics().names().get(60, seconds))
+        present = set(answer_of(spark, admin.listTopics().names(), source.describe()))
     missing = [name for name in source.topic_names() if name not in present]
     if missing:
         raise KappaShopError(

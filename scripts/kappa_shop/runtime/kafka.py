@@ -179,9 +179,17 @@ def kafka_admin(
         admin.close()
 
 
-def answer_of(spark: Any, future: Any) -> Any:
-    """The value of a Kafka client's future, waiting at most a minute."""
-    return future.get(60, spark.sparkContext._jvm.java.util.concurrent.TimeUnit.SECONDS)
+def answer_of(spark: Any, future: Any, asked: str = "the Kafka brokers") -> Any:
+    """The value of a Kafka client's future, waiting at most a minute; one line naming `asked`
+    when the client gives up (no broker answering a client with settings, which the protocol
+    probe leaves alone; a broker gone since it was probed)."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return future.get(60, spark.sparkContext._jvm.java.util.concurrent.TimeUnit.SECONDS)
+    except Py4JJavaError as error:
+        cause = str(error.java_exception.toString()).strip().splitlines()[0]
+        raise KappaShopError(f"{asked} did not answer: {cause}") from None
 
 
 def create_topics(
