@@ -256,6 +256,10 @@ class _Service:
         self.cpu_before = self.cpu_seconds()
         os.killpg(self.pid, signal.SIGKILL)
         self.process.wait(timeout=60)
+        self._gone()
+
+    def _gone(self) -> None:
+        """Until no process of its group lives and the metastore's lock is free."""
         metastore = self.root / "metastore_db"
         wait_for_the_group_to_die(self.pid, metastore if metastore.is_dir() else None)
 
@@ -268,8 +272,7 @@ class _Service:
             self.process.wait(timeout=STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
             self.kill()
-        metastore = self.root / "metastore_db"
-        wait_for_the_group_to_die(self.pid, metastore if metastore.is_dir() else None)
+        self._gone()
         if self.reader is not None:
             self.reader.join(timeout=30)  # (its last lines read, before the file closes)
         self.log.close()

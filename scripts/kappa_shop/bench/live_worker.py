@@ -96,25 +96,18 @@ def _report(project: Any, history_cycle: int, landing: Path, kafka: bool) -> dic
 def _produced_once(landing: Path, held: Counter) -> tuple[str, list[str]]:
     """From Kafka, where the benchmark produced each batch at its partitions' next offsets (and
     landed it, as the record of what it produced): each produced record in its raw table as
-    many times as it was produced, by topic, partition and value, and no (topic, partition,
-    offset) of the broker's twice."""
-    from kappa_shop.log.format import TOPICS
-    from kappa_shop.log.produce import as_record
-    from kappa_shop.ops.chaos_worker import compare_counts
+    many times as it was produced, by topic, partition and value (the landed files' offsets are
+    not the broker's), and no (topic, partition, offset) of the broker's twice."""
+    from kappa_shop.ops.chaos_worker import compare_counts, landed_records
 
     produced: Counter = Counter()
-    for topic in TOPICS:
-        for path in sorted((landing / "topics" / topic.name).rglob("*.jsonl")):
-            partition = int(path.stem.split("+")[1])
-            with path.open(encoding="utf-8", newline="\n") as handle:
-                for line in handle:
-                    value = as_record(topic.name, partition, line[:-1]).value.decode("utf-8")
-                    produced[(topic.name, partition, value)] += 1
+    for (topic, partition, _, value), count in landed_records(landing, kafka=True).items():
+        produced[(topic, partition, value)] += count
     values: Counter = Counter()
     offsets: Counter = Counter()
-    for (topic_name, partition, offset, value), count in held.items():
-        values[(topic_name, partition, value)] += count
-        offsets[(topic_name, partition, offset)] += count
+    for (topic, partition, offset, value), count in held.items():
+        values[(topic, partition, value)] += count
+        offsets[(topic, partition, offset)] += count
     said, problems = compare_counts(produced, values)
     twice = sum(count - 1 for count in offsets.values() if count > 1)
     if twice:
