@@ -13,6 +13,8 @@ from kappa_shop.commands.common import (
     open_project,
     project_root,
 )
+from kappa_shop.errors import KappaShopError
+from kappa_shop.serving.compaction import DEFAULT_LIMIT
 
 
 def register(commands: Subcommands) -> None:
@@ -53,6 +55,16 @@ def register(commands: Subcommands) -> None:
         help="run the data tests after every Nth cycle with new data (default 10; 0: never)",
     )
     live.add_argument(
+        "--compact-after",
+        type=int,
+        default=DEFAULT_LIMIT,
+        metavar="FILES",
+        help=(
+            "compact the service's own tables (its records of the cycles) when one holds more "
+            f"than FILES data files, between two cycles (default {DEFAULT_LIMIT}; 0: never)"
+        ),
+    )
+    live.add_argument(
         "--select",
         nargs="+",
         default=[],
@@ -68,6 +80,8 @@ def run(arguments: argparse.Namespace) -> int:
     root = project_root(arguments)
     if arguments.landing is not None:  # bad input is one line, before Spark starts
         check_landing_zone(arguments.landing.resolve())
+    if arguments.compact_after < 0:
+        raise KappaShopError("--compact-after must be 0 (never) or more")
     project = open_project(arguments, root)
     source, jars = log_source(arguments)
     run_live(
@@ -78,5 +92,6 @@ def run(arguments: argparse.Namespace) -> int:
         tests_every=arguments.tests_every,
         select=arguments.select,
         extra_jars=jars,
+        compact_after=arguments.compact_after,
     )
     return 0

@@ -62,10 +62,13 @@ from kappa_shop.runtime.warehouse import (
     table_names,
     warehouse_dir,
 )
+from kappa_shop.serving import compaction
 from kappa_shop.serving.versions import build_served, open_serving
 
 CYCLES_TABLE = "kappa_live_cycles"
 LATENCY_TABLE = "kappa_live_latency"
+# the service's own tables, which it alone writes (and compacts)
+OWN_TABLES = (CYCLES_TABLE, LATENCY_TABLE)
 # the latency histogram's resolution: tenths of a second
 TICKS_PER_SECOND = 10
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
@@ -428,11 +431,14 @@ def run_live(
     say: Callable[[str], None] = print,
     stop: StopRequest | None = None,
     extra_jars: Sequence[Path] = (),
+    compact_after: int = compaction.DEFAULT_LIMIT,
 ) -> list[Cycle]:
     """Loop until stopped (or for `cycles` cycles): ingest, build what the new batches reach,
     every `tests_every`-th cycle with new data run the data tests, record and say the cycle.
     A cycle starts every `every` seconds; one that overruns is followed at once by the next,
-    which takes everything new (backpressure). Returns the cycles it ran."""
+    which takes everything new (backpressure). After a recorded cycle, the service's own
+    tables are compacted when one holds more than `compact_after` data files (0: never;
+    kappa_shop.serving.compaction). Returns the cycles it ran."""
     if every < 0 or (cycles is not None and cycles < 1) or tests_every < 0:
         raise KappaShopError("--every and --tests-every must be 0 or more, --cycles at least 1")
     shown = source.describe() if isinstance(source, KafkaSource) else str(source)
@@ -442,10 +448,14 @@ def run_live(
     ran: list[Cycle] = []
     with _service_lock(project, shown), stop.installed():
         ensure_raw_tables(warehouse, project.raw_schema)
+        # a compaction a killed service left half done, finished or undone first (its table
+        # may be missing, its rows in the copy: not to be created empty below)
+        for line in compaction.repair(warehouse, project.raw_schema, OWN_TABLES):
+            say(f"live: {line}")
         ensure_tables(warehouse, project.raw_schema)
         # what a killed service left unfinished in its own tables' appends (its rows would be
         # merged in with the next: SPARK-29037); this service is their one writer
-        clear_unfinished_writes(warehouse, project.raw_schema, [CYCLES_TABLE, LATENCY_TABLE])
+        clear_unfinished_writes(warehouse, project.raw_schema, list(OWN_TABLES))
         done = recorded_cycles(warehouse, project.raw_schema, last=1)
         number = done[-1].number if done else 0
         # the batches the recorded cycles made visible; a later one (ingested by a cycle killed
@@ -462,6 +472,11 @@ def run_live(
             + "; "
             f"{'going on from cycle ' + str(number) if number else 'first cycle'}"
         )
+        # (a service restarted often compacts at its start as well as after its cycles)
+        for line in compaction.compact_when_due(
+            warehouse, project.raw_schema, OWN_TABLES, compact_after
+        ):
+            say(f"live: {line}")
         due = time.monotonic()
         idle_said = False
         failing = None  # the error the last failed cycle said
@@ -486,6 +501,10 @@ def run_live(
                 record_cycle(warehouse, project.raw_schema, cycle, cycle.histogram)
                 accounted = cycle.last_batch_id or accounted
                 say(cycle.line())
+                for line in compaction.compact_when_due(
+                    warehouse, project.raw_schema, OWN_TABLES, compact_after
+                ):
+                    say(f"live: {line}")
                 idle_said = False
                 failing = cycle.error if not cycle.batches else None
             elif cycle.error:
