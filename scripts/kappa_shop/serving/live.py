@@ -436,9 +436,9 @@ def run_live(
     """Loop until stopped (or for `cycles` cycles): ingest, build what the new batches reach,
     every `tests_every`-th cycle with new data run the data tests, record and say the cycle.
     A cycle starts every `every` seconds; one that overruns is followed at once by the next,
-    which takes everything new (backpressure). After a recorded cycle, the service's own
-    tables are compacted when one holds more than `compact_after` data files (0: never;
-    kappa_shop.serving.compaction). Returns the cycles it ran."""
+    which takes everything new (backpressure). At its start and after each recorded cycle,
+    the service's own tables are compacted when one holds more than `compact_after` data files
+    (0: never; kappa_shop.serving.compaction). Returns the cycles it ran."""
     if every < 0 or (cycles is not None and cycles < 1) or tests_every < 0:
         raise KappaShopError("--every and --tests-every must be 0 or more, --cycles at least 1")
     shown = source.describe() if isinstance(source, KafkaSource) else str(source)
