@@ -89,10 +89,13 @@ def test_each_kill_landed_inside_a_write_of_its_step(campaign):
     # the write each kill interrupted: its staging directory was still there after the kill
     cycle, ledger = runs[0]["interrupted"], runs[1]["interrupted"]
     # the service's kill, at its moment drawn: inside a write of its cycle (a raw table's or
-    # the cycle's record, in the raw schema; a model's or the ledger's, in the version's)
-    assert len(cycle) == 1 and cycle[0].startswith((f"{SCHEMA}_raw.", f"{SCHEMA}__v1.")), cycle
+    # the cycle's record, in the raw schema; a model's or the ledger's, in the version's); the
+    # build runs two dbt threads, so a kill can interrupt two models' writes at once
+    assert 1 <= len(cycle) <= 2, cycle
+    assert all(table.startswith((f"{SCHEMA}_raw.", f"{SCHEMA}__v1.")) for table in cycle), cycle
+    assert len(cycle) == 1 or all(table.startswith(f"{SCHEMA}__v1.") for table in cycle), cycle
     assert len(ledger) == 1 and ledger[0].endswith(".kappa_batch_ledger"), ledger
-    assert f"inside a write of {cycle[0]}" in campaign["result"].stdout
+    assert f"inside a write of {', '.join(cycle)}" in campaign["result"].stdout
     assert "Kills inside a write (a staging directory left): 2 of 2" in campaign["result"].stdout
     # inside a write of the ledger after the build's last node: its on-run-end hook
     assert runs[1]["landed"] == IN_THE_HOOK, runs[1]["landed"]
