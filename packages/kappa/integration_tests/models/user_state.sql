@@ -1,5 +1,13 @@
--- keys mode: each user's current state from all of their events; a closed user has none
-{{ config(partition_by=['user_bucket'], recompute_key='user_id') }}
+-- keys mode: each user's current state from all of their events; a closed user has none.
+-- On Delta its recomputed buckets are merged on user_id (a changed row updated, a closed
+-- user's row deleted); replaced whole on parquet
+{{ config(
+    partition_by=['user_bucket'],
+    recompute_key='user_id',
+    incremental_strategy=('merge' if target.name == 'local_delta' else none),
+    unique_key='user_id',
+    tblproperties=({'delta.enableDeletionVectors': 'true'} if target.name == 'local_delta' else none),
+) }}
 
 with
 

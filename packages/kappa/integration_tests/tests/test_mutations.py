@@ -404,6 +404,21 @@ MUTANTS = (
         Reason.DIFFERENCE,
     ),
     Mutant(
+        "delta_merge_keeps_vanished_rows",
+        "on Delta, a keys model's merge updates and inserts but deletes nothing: the row of a"
+        " key its recompute no longer gives (a closed user) stays",
+        (
+            (
+                "write/_merge_partitions.sql",
+                "when not matched by source and target.{{ partition_column }} in ({{ values }})"
+                " then delete",
+                "",
+            ),
+        ),
+        "delta_schedule",
+        Reason.DIFFERENCE,
+    ),
+    Mutant(
         "recomputed_rows_appended",
         "on parquet, a recomputed partition's rows appended after the drop (`insert into`):"
         " staged in the table's shared `_temporary`, where a killed write's task output waits"

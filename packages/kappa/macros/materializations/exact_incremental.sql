@@ -24,11 +24,15 @@
         - `--full-refresh` (or a first build) rebuilds the table from every batch.
         - On Delta (file_format 'delta') each of these writes is one atomic commit: `create or
           replace table` for a rebuild, `insert into ... replace where` for the batches, days or
-          buckets a run replaces. Every run of a model is a version of its table.
+          buckets a run replaces (or `merge`, for a keys model that asks for it with
+          incremental_strategy 'merge' and its unique_key). Every run of a model is a version
+          of its table.
         This materialization plans the run and routes it to one write strategy (write/:
         _rebuild, _write_batches, _write_recomputed, _write_nothing); the ledger records the
         run after the write. -#}
     {%- set mode = kappa._contract_mode(model) -%}
+    {#- a merge asked of a model that cannot merge stops here, on a first build too -#}
+    {%- do kappa._key_merge() -%}
     {%- set existing_relation = load_relation(this) -%}
     {#- rebuilt on a first build and a full refresh, and also when the table has nothing in the
         ledger (it was not built under the contract: say, by an older version of the model as a

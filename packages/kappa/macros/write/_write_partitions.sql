@@ -6,7 +6,8 @@
 
         - Delta: one `insert into ... replace where <partition> in (...)`, a single atomic
           commit: readers see the table before or after, never in between, and a crash leaves
-          the table as it was.
+          the table as it was. A keys model with incremental_strategy 'merge' merges its
+          buckets' rows on its unique_key instead, also one commit (_merge_partitions).
         - Parquet: the partitions are registered (if a killed run left their files unlisted)
           and dropped, then the rows are written with a dynamic partition overwrite (a
           partition that gets no rows stays dropped). Not `insert into`: an append stages in
@@ -32,7 +33,10 @@
         ) as model_rows
         where {{ partition_column }} in ({{ values }})
     {%- endset -%}
-    {%- if config.get('file_format') == 'delta' -%}
+    {%- set unique_key = kappa._key_merge() -%}
+    {%- if unique_key is not none -%}
+        {%- do kappa._merge_partitions(partition_column, values, partition_rows, table_columns, unique_key) -%}
+    {%- elif config.get('file_format') == 'delta' -%}
         {%- call statement('main') -%}
             insert into {{ this }} replace where {{ partition_column }} in ({{ values }})
             {{ partition_rows }}
