@@ -44,9 +44,10 @@ SCHEDULES: dict[str, list[list[int]]] = {
     # out of order: day three and a late event first, the redeliveries after the originals,
     # then the two late groups alone in the other order
     "shuffled": [[6, 2], [7], [1, 3], [5], [4]],
-    # the two late groups together in one batch, then a user's close alone, which empties a
-    # key bucket of an existing key (the Delta check's: short; a merge must delete that row)
-    "late_together": [[1, 2, 3, 6], [4, 5], [7]],
+    # a user's close alone, which empties the key bucket of a key built before (a merge must
+    # delete its row), then the two late groups together in one batch (the Delta check's:
+    # short)
+    "late_together": [[1, 2, 3, 6], [7], [4, 5]],
 }
 # A schedule's incremental runs compact the ledger: a model's rows merged beyond two
 # (_compact_batch_ledger), so that every schedule also checks compacted ledgers.
