@@ -59,7 +59,8 @@ def add_target(parser: argparse.ArgumentParser) -> None:
         "--target",
         default=None,
         help="dbt target from profiles.yml: local (embedded Spark, the default), local_delta (the "
-        "same with Delta Lake tables) or cluster",
+        "same with Delta Lake tables), cluster or cluster_delta (the Thrift Server of `kappa-shop "
+        "cluster up`, parquet or Delta tables)",
     )
 
 

@@ -3,7 +3,10 @@ two workers and a Spark Thrift Server running as an application on that master.
 
 It is the stand-in for a real cluster: the `cluster` dbt target (method: thrift) talks to the
 Thrift Server, and ingestion runs as an application on the master, exactly as they would
-against a cluster elsewhere. Everything binds to 127.0.0.1.
+against a cluster elsewhere. Everything binds to 127.0.0.1. The Thrift Server runs with Delta
+Lake's jars, session extension and catalog, as the `local_delta` target's Spark does: the
+`cluster_delta` target builds the models as Delta tables on it, `cluster` as parquet (Delta's
+catalog hands every table that is not a Delta table to Spark's own).
 
     kappa-shop cluster up       start what is not running, wait until it answers
     kappa-shop cluster status   what runs, on which ports, where the logs are
@@ -29,10 +32,12 @@ import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
+from kappa_shop.runtime.delta import class_path_jars, fetch_jars
 from kappa_shop.runtime.jars import MAVEN_REPOSITORY, spark_home
 from kappa_shop.runtime.processes import (
     LOOPBACK,
@@ -235,7 +240,9 @@ def _worker(settings: ClusterSettings, spark: Path, number: int) -> Component:
 
 def _thrift_server(settings: ClusterSettings, conf_dir: Path, spark: Path) -> Component:
     """The Spark Thrift Server, an application on the master, with the `local` target's
-    session behaviour and the settings a long-lived server needs."""
+    session behaviour, Delta Lake's jars, extension and catalog (the `local_delta` target's,
+    at the installed delta-spark's version: its jars from Ivy's cache), and the settings a
+    long-lived server needs."""
     ui = settings.ui_port
     thrift_ui = ui + WORKERS + 1
     java_options = (
@@ -264,6 +271,11 @@ def _thrift_server(settings: ClusterSettings, conf_dir: Path, spark: Path) -> Co
         "spark.sql.codegen.cache.maxEntries": "2000",
         "spark.sql.codegen.useIdInClassName": "false",
         "spark.sql.ui.explainMode": "simple",
+        # Delta Lake, as on the local_delta target (profiles.yml): Delta's catalog hands every
+        # table that is not a Delta table (the raw tables, parquet models) to Spark's own
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.databricks.delta.snapshotPartitions": "2",
         # each statement runs inside the request that sends it, instead of in the background
         # while the client polls: dbt-spark polls every `poll_interval` seconds (a whole
         # second at least), so a statement of 50 ms took a second; now its first poll finds
@@ -293,8 +305,14 @@ def _thrift_server(settings: ClusterSettings, conf_dir: Path, spark: Path) -> Co
         "--driver-memory",
         settings.thrift_driver_memory,
     ]
+    # Delta's jars on the driver's class path itself, not added by `--packages`: the server
+    # runs statements in threads whose class loader does not see jars added at run time (a
+    # NoClassDefFoundError of Delta's optimizer rules); `--jars` ships them to the executors
+    delta_jars = [str(jar) for jar in class_path_jars(metadata.version("delta-spark"))]
+    driver_jars = [*delta_jars]
     if hive_llap_common_jar().is_file():
-        command += ["--driver-class-path", str(hive_llap_common_jar())]
+        driver_jars.append(str(hive_llap_common_jar()))
+    command += ["--driver-class-path", ":".join(driver_jars), "--jars", ",".join(delta_jars)]
     for key, value in server_conf.items():
         command += ["--conf", f"{key}={value}"]
     command += [
@@ -370,6 +388,7 @@ def up(
         directory.mkdir(parents=True, exist_ok=True)
     previous = _read_state(settings.home)
     fetch_hive_llap_common(progress)
+    fetch_jars()  # Delta's, into Ivy's cache (`make setup` did), so the server starts offline
     components = plan(settings, conf_dir)
     running = {
         component.name: previous[component.name]

@@ -82,6 +82,13 @@ def cached_jar(version: str) -> Path:
     return IVY_HOME / "jars" / f"{DELTA_ARTIFACT.replace(':', '_')}-{version}.jar"
 
 
+def class_path_jars(version: str) -> list[Path]:
+    """Delta's jars of `version` in Ivy's cache that a JVM needs on its class path (antlr4-runtime,
+    their third, is one of Spark's own jars)."""
+    storage = IVY_HOME / "jars" / f"io.delta_delta-storage-{version}.jar"
+    return [cached_jar(version), storage]
+
+
 def fetch_jars() -> Path:
     """Have Spark's Ivy fetch Delta's jars of the installed delta-spark's version (with their
     dependencies) into its cache, as a Spark of a Delta target would on its first start:
