@@ -186,6 +186,11 @@ def warehouse_dir(warehouse: Warehouse) -> Path:
     return Path(unquote(parsed.path)).resolve()
 
 
+def table_directory(warehouse: Warehouse, schema: str, table: str) -> Path:
+    """Where a table of `schema` keeps its files at its default location."""
+    return warehouse_dir(warehouse) / f"{schema}.db" / table
+
+
 def clear_unfinished_writes(warehouse: Warehouse, schema: str, tables: list[str]) -> list[str]:
     """Delete the `_temporary` directory a killed write left in each table's directory (the
     default location, `<warehouse>/<schema>.db/<table>`), and return the tables that had one.
@@ -195,10 +200,9 @@ def clear_unfinished_writes(warehouse: Warehouse, schema: str, tables: list[str]
     next such write into the table merges it in with its own: rows a second time
     (SPARK-29037, found by `kappa-shop chaos` killing inside writes). Call it only while
     holding the lock that makes this process the tables' one writer."""
-    base = warehouse_dir(warehouse) / f"{schema}.db"
     cleared = []
     for table in tables:
-        staging = base / table / "_temporary"
+        staging = table_directory(warehouse, schema, table) / "_temporary"
         if staging.is_dir():
             shutil.rmtree(staging)
             cleared.append(table)

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
-from pathlib import Path
 
-from kappa_shop.runtime.warehouse import Warehouse, table_names, warehouse_dir
+from kappa_shop.runtime.warehouse import Warehouse, table_directory, table_names
 
 COMPACTED = "__compacted"
 # compacted when a table holds more data files than this (about 250 cycles that built)
@@ -34,7 +33,7 @@ DEFAULT_LIMIT = 500
 def data_files(warehouse: Warehouse, schema: str, table: str) -> int:
     """The data files in the table's directory (its default location): Spark's hidden files
     (`_SUCCESS`, checksums, staging directories) left out."""
-    directory = _directory(warehouse, schema, table)
+    directory = table_directory(warehouse, schema, table)
     if not directory.is_dir():
         return 0
     return sum(
@@ -58,8 +57,8 @@ def repair(warehouse: Warehouse, schema: str, tables: Sequence[str]) -> list[str
         elif copy in existing:
             warehouse.sql(f"drop table {schema}.{copy}")
             done.append(f"{table}: an unfinished compacted copy dropped")
-        elif _directory(warehouse, schema, copy).is_dir():
-            shutil.rmtree(_directory(warehouse, schema, copy))
+        elif table_directory(warehouse, schema, copy).is_dir():
+            shutil.rmtree(table_directory(warehouse, schema, copy))
             done.append(f"{table}: the files of an unfinished compacted copy deleted")
     return done
 
@@ -89,7 +88,3 @@ def compact_when_due(
             compact(warehouse, schema, table)
             done.append(f"{schema}.{table} compacted: {files:,} data files into 1")
     return done
-
-
-def _directory(warehouse: Warehouse, schema: str, table: str) -> Path:
-    return warehouse_dir(warehouse) / f"{schema}.db" / table
