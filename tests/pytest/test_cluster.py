@@ -166,6 +166,10 @@ def test_up_starts_master_workers_and_thrift_server_on_loopback_and_is_idempoten
     check = cluster.run("check", "--target", "cluster")
     assert check.returncode == 0, check.stdout + check.stderr
     assert f"answers at 127.0.0.1:{cluster.thrift_port}" in check.stdout
+    # the same server for the Delta target: it runs Delta Lake's extension
+    check = cluster.run("check", "--target", "cluster_delta")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "'cluster_delta': the Thrift Server runs Delta Lake" in check.stdout
 
 
 def test_up_refuses_a_taken_port_or_a_missing_java_in_one_line(tmp_path):

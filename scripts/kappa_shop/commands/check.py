@@ -58,6 +58,8 @@ def check_target(project: DbtProject) -> int:
         master = str((output.get("ingestion_spark_conf") or {}).get("spark.master", ""))
         check_master_reachable(master, target)
         print(f"ok: target {target!r}: the master for ingestion answers at {master}")
+        if target.endswith("_delta"):  # its models are Delta tables (dbt_project.yml)
+            _check_server_has_delta(warehouse, target, output)
     if output.get("method") == "session":
         file_system = local_file_system(project.spark())
         print(
@@ -78,6 +80,26 @@ def check_target(project: DbtProject) -> int:
         + (f"holds {len(raw)} tables" if raw else "is empty or missing (nothing ingested yet)")
     )
     return 0
+
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+
+
+def _check_server_has_delta(warehouse: Any, target: str, output: dict[str, Any]) -> None:
+    """A Delta target's Thrift Server must run Delta Lake's session extension: without it the
+    first model fails deep inside Spark. One line naming the fix instead."""
+    from kappa_shop.errors import KappaShopError
+
+    rows = warehouse.sql("set spark.sql.extensions")
+    extensions = str(rows[0].get("value", "")) if rows else ""
+    if DELTA_EXTENSION not in extensions:
+        raise KappaShopError(
+            f"target {target!r} builds Delta tables, but the Thrift Server at {output['host']}:"
+            f"{output['port']} runs without Delta Lake (spark.sql.extensions: "
+            f"{extensions or 'none'}): start it with Delta's jars, {DELTA_EXTENSION} and Delta's "
+            "catalog (docs/cluster.md), or use the target without `_delta`"
+        )
+    print(f"ok: target {target!r}: the Thrift Server runs Delta Lake; its models are Delta tables")
 
 
 def _class_archive_line(spark: Any, target: str) -> str:
