@@ -281,7 +281,7 @@ MISTAKES = {
 
 
 # Mistakes found when the model first writes (its columns known only from Spark): a partition
-# column that does not fit the mode
+# column that does not fit the mode; a merge asked of a parquet table
 WRITE_MISTAKES = {
     "a day model partitioned by a timestamp": (
         "orders_by_hour.sql",
@@ -310,6 +310,17 @@ WRITE_MISTAKES = {
         "orders_per_day: a row has no order_date (its input had no placed_at): a row of no day "
         "is never recomputed. Leave out or quarantine input without an event time before this "
         "model",
+    ),
+    "a key model merged on parquet": (
+        "customer_merged.sql",
+        "{{ config(partition_by=['customer_bucket'], recompute_key='customer_id',\n"
+        "    incremental_strategy='merge', unique_key='customer_id') }}\n"
+        "select customer_id, count(*) as orders,\n"
+        "    {{ kappa.key_bucket('customer_id') }} as customer_bucket\n"
+        "from {{ ref('stg_orders') }} where {{ kappa.in_recomputed_buckets('customer_id') }}\n"
+        "group by customer_id\n",
+        "kappa: customer_merged: incremental_strategy 'merge' needs file_format 'delta' (a "
+        "parquet table cannot merge): leave it out on parquet, or build the model on Delta",
     ),
     "a key model without its key": (
         "bucket_counts.sql",
