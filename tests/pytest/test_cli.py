@@ -90,7 +90,8 @@ def test_bad_arguments_and_configuration_are_one_line_each(tmp_path):
     (partition / "web_events+0+0.jsonl").write_text('{"a": 1}\n')
     (partition / "web_events+0+1.jsonl").symlink_to(tmp_path / "gone.jsonl")  # unreadable
     cases = {
-        ("build", "--target", "nope"): "unknown target 'nope': profiles.yml defines cluster, local",
+        ("build", "--target", "nope"): "unknown target 'nope': profiles.yml defines cluster, "
+        "cluster_delta, local",
         ("generate", "--out", str(tmp_path / "log"), "--events", "-5"): (
             "--events must be at least 1 (got -5)"
         ),
