@@ -9,26 +9,19 @@ is one clear error here rather than a ClassNotFound deep inside Spark.
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from kappa_shop.errors import KappaShopError
+from kappa_shop.runtime import jars
 
 DELTA_ARTIFACT = "io.delta:delta-spark_2.13"
-MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
-IVY_HOME = Path.home() / ".ivy2.5.2"  # Spark 4's default (spark.jars.ivy unset)
 
 
 def delta_version(settings: dict[str, Any]) -> str | None:
     """The Delta version a target's Spark settings fetch, or None when they use no Delta."""
-    packages = str(settings.get("spark.jars.packages", ""))
-    for package in (part.strip() for part in packages.split(",")):
-        if package.startswith(DELTA_ARTIFACT + ":"):
-            return package.rsplit(":", 1)[1]
-    return None
+    return jars.package_version(settings, DELTA_ARTIFACT)
 
 
 def check_delta_pin(settings: dict[str, Any], target: str) -> str | None:
@@ -52,41 +45,20 @@ def check_delta_pin(settings: dict[str, Any], target: str) -> str | None:
     return version
 
 
-def jar_url(version: str) -> str:
-    """Where Maven Central serves the Delta jar of `version`."""
-    group, artifact = DELTA_ARTIFACT.split(":")
-    directory = f"{MAVEN_CENTRAL}/{group.replace('.', '/')}/{artifact}/{version}"
-    return f"{directory}/{artifact}-{version}.jar"
-
-
-def jars_unavailable(version: str, timeout: float = 15.0) -> str | None:
-    """Why Spark could not get Delta's jars of `version` on this machine, or None if it can:
-    they are in Ivy's cache, or Maven Central answers for them."""
-    if cached_jar(version).is_file():
-        return None
-    request = urllib.request.Request(jar_url(version), method="HEAD")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout):
-            return None
-    except urllib.error.HTTPError as error:
-        return f"Maven Central answered {error.code} for {jar_url(version)}"
-    except OSError as error:
-        return (
-            f"Delta's jars are not in Ivy's cache ({IVY_HOME}) and Maven Central is "
-            f"unreachable ({error})"
-        )
+def jars_unavailable(version: str) -> str | None:
+    """Why Spark could not get Delta's jars of `version` on this machine, or None if it can."""
+    return jars.jars_unavailable(DELTA_ARTIFACT, version)
 
 
 def cached_jar(version: str) -> Path:
     """Where Spark's Ivy keeps the Delta jar of `version` once fetched."""
-    return IVY_HOME / "jars" / f"{DELTA_ARTIFACT.replace(':', '_')}-{version}.jar"
+    return jars.cached_jar(DELTA_ARTIFACT, version)
 
 
 def class_path_jars(version: str) -> list[Path]:
     """Delta's jars of `version` in Ivy's cache that a JVM needs on its class path (antlr4-runtime,
     their third, is one of Spark's own jars)."""
-    storage = IVY_HOME / "jars" / f"io.delta_delta-storage-{version}.jar"
-    return [cached_jar(version), storage]
+    return [cached_jar(version), jars.cached_jar("io.delta:delta-storage", version)]
 
 
 def fetch_jars() -> Path:
@@ -98,27 +70,7 @@ def fetch_jars() -> Path:
         version = metadata.version("delta-spark")
     except metadata.PackageNotFoundError:
         raise KappaShopError("the delta-spark package is not installed: run `make setup`") from None
-    jar = cached_jar(version)
-    if jar.is_file():
-        return jar
-    from pyspark.sql import SparkSession
-
-    # Spark resolves spark.jars.packages when its JVM starts, before any work: a local
-    # session of one core, stopped at once, is the whole fetch
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("kappa_shop_fetch_delta")
-        .config("spark.jars.packages", f"{DELTA_ARTIFACT}:{version}")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    session.stop()
-    if not jar.is_file():
-        raise KappaShopError(
-            f"Spark's Ivy did not fetch {DELTA_ARTIFACT}:{version} into {IVY_HOME}: "
-            f"{jars_unavailable(version) or 'see its output above'}"
-        )
-    return jar
+    return jars.fetch(DELTA_ARTIFACT, version)
 
 
 if __name__ == "__main__":

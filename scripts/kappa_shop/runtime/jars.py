@@ -1,14 +1,20 @@
 """Jars that Spark and the services beside it need from Maven Central: the Spark distribution
 inside the PySpark wheel (spark_home), the Maven repository to fetch from
 (KAPPA_SHOP_MAVEN_REPOSITORY, for a mirror), and Ivy resolution with the Ivy that wheel ships,
-into a cache outside the project (~/.cache/kappa-shop, or under XDG_CACHE_HOME)."""
+into a cache outside the project (~/.cache/kappa-shop, or under XDG_CACHE_HOME); and the jars
+of a table format (Delta Lake, Apache Iceberg) that Spark's own Ivy fetches when a target's
+`spark.jars.packages` names them, into Ivy's cache (~/.ivy2.5.2), which `make setup` has done
+once so that no test and no build depends on Maven Central answering later."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 from kappa_shop.errors import KappaShopError
 
@@ -71,3 +77,72 @@ def resolve_with_ivy(module: str, directory: Path, what: str) -> None:
     shutil.rmtree(directory, ignore_errors=True)
     partial.rename(directory)
     (directory / ".complete").touch()
+
+
+# Spark 4's own Ivy cache (spark.jars.ivy unset), where spark.jars.packages lands
+IVY_HOME = Path.home() / ".ivy2.5.2"  # Spark 4's default (spark.jars.ivy unset)
+
+
+def package_version(settings: dict[str, Any], artifact: str) -> str | None:
+    """The version of `artifact` (group:name) a target's Spark settings fetch, or None."""
+    packages = str(settings.get("spark.jars.packages", ""))
+    for package in (part.strip() for part in packages.split(",")):
+        if package.startswith(artifact + ":"):
+            return package.rsplit(":", 1)[1]
+    return None
+
+
+def cached_jar(artifact: str, version: str) -> Path:
+    """Where Spark's Ivy keeps the jar of `artifact` at `version` once fetched."""
+    return IVY_HOME / "jars" / f"{artifact.replace(':', '_')}-{version}.jar"
+
+
+def jar_url(artifact: str, version: str) -> str:
+    """Where Maven Central (or the mirror) serves the jar of `artifact` at `version`."""
+    group, name = artifact.split(":")
+    return f"{MAVEN_REPOSITORY}/{group.replace('.', '/')}/{name}/{version}/{name}-{version}.jar"
+
+
+def jars_unavailable(artifact: str, version: str, timeout: float = 15.0) -> str | None:
+    """Why Spark could not get the jar of `artifact` at `version` on this machine, or None if
+    it can: it is in Ivy's cache, or Maven Central answers for it."""
+    if cached_jar(artifact, version).is_file():
+        return None
+    url = jar_url(artifact, version)
+    request = urllib.request.Request(url, method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return None
+    except urllib.error.HTTPError as error:
+        return f"{MAVEN_REPOSITORY} answered {error.code} for {url}"
+    except OSError as error:
+        return (
+            f"{artifact}:{version} is not in Ivy's cache ({IVY_HOME}) and {MAVEN_REPOSITORY} "
+            f"is unreachable ({error})"
+        )
+
+
+def fetch(artifact: str, version: str) -> Path:
+    """Have Spark's Ivy fetch `artifact` at `version` (with its dependencies) into its cache,
+    as a Spark whose settings name it would on its first start. Returns the jar."""
+    jar = cached_jar(artifact, version)
+    if jar.is_file():
+        return jar
+    from pyspark.sql import SparkSession
+
+    # Spark resolves spark.jars.packages when its JVM starts, before any work: a local
+    # session of one core, stopped at once, is the whole fetch
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("kappa_shop_fetch_jars")
+        .config("spark.jars.packages", f"{artifact}:{version}")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    session.stop()
+    if not jar.is_file():
+        raise KappaShopError(
+            f"Spark's Ivy did not fetch {artifact}:{version} into {IVY_HOME}: "
+            f"{jars_unavailable(artifact, version) or 'see its output above'}"
+        )
+    return jar
