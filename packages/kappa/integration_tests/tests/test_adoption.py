@@ -319,8 +319,9 @@ WRITE_MISTAKES = {
         "    {{ kappa.key_bucket('customer_id') }} as customer_bucket\n"
         "from {{ ref('stg_orders') }} where {{ kappa.in_recomputed_buckets('customer_id') }}\n"
         "group by customer_id\n",
-        "kappa: customer_merged: incremental_strategy 'merge' needs file_format 'delta' (a "
-        "parquet table cannot merge): leave it out on parquet, or build the model on Delta",
+        "kappa: customer_merged: incremental_strategy 'merge' needs file_format 'delta' or "
+        "'iceberg' (a parquet table cannot merge): leave it out on parquet, or build the model on "
+        "Delta or Iceberg",
     ),
     "a key model without its key": (
         "bucket_counts.sql",

@@ -3,7 +3,7 @@
         model's table exists, this is not a full refresh, the ledger records what the table
         consumed and the table has the model's file format. A table the ledger knows nothing of
         (not built under the contract) or of the other format (parquet before a switch to
-        Delta, or back) is rebuilt. The materialization decides with it too, so the compiled
+        Delta or Iceberg, or back) is rebuilt. The materialization decides with it too, so the compiled
         SQL and the write agree. In a unit test it answers what dbt's is_incremental() answers
         (which unit tests override); for a model of another materialization, likewise. -#}
     {% if not execute %}
@@ -16,8 +16,7 @@
     {% if relation is none or relation.type != 'table' or should_full_refresh() %}
         {{ return(false) }}
     {% endif %}
-    {% set delta = model.config.get('file_format') == 'delta' %}
-    {% if relation.is_delta is not none and relation.is_delta != delta %}
+    {% if kappa._relation_format(relation) not in [none, kappa._table_format()] %}
         {{ return(false) }}
     {% endif %}
     {{ return(kappa.consumed_through(relation) > 0) }}

@@ -1,5 +1,5 @@
 {% macro _key_merge() %}
-    {#- The model's merge settings, or none: a keys model on Delta with
+    {#- The model's merge settings, or none: a keys model on Delta or Iceberg with
         `incremental_strategy='merge'` and its `unique_key` (a column or a list: what identifies
         a row; the rows of one unique key have one recompute_key) merges its recomputed key
         buckets into its table (_merge_partitions) instead of replacing them whole. Any other
@@ -20,9 +20,9 @@
     {%- elif kappa._contract_mode(model) != 'keys' -%}
         {%- set problem = "incremental_strategy 'merge' is for a keys model (partitioned by"
             ~ " kappa.key_bucket() of its recompute_key): leave it out of this one" -%}
-    {%- elif config.get('file_format') != 'delta' -%}
-        {%- set problem = "incremental_strategy 'merge' needs file_format 'delta' (a parquet"
-            ~ " table cannot merge): leave it out on parquet, or build the model on Delta" -%}
+    {%- elif kappa._table_format() == 'parquet' -%}
+        {%- set problem = "incremental_strategy 'merge' needs file_format 'delta' or 'iceberg' (a"
+            ~ " parquet table cannot merge): leave it out on parquet, or build the model on Delta or Iceberg" -%}
     {%- elif keys | length == 0 -%}
         {%- set problem = "incremental_strategy 'merge' needs unique_key, the column(s) that"
             ~ " identify a row: set unique_key='" ~ config.get('recompute_key') ~ "' if it has"

@@ -2,9 +2,10 @@
     {#- A full refresh (or a first build): the model's whole table from every batch, written so
         that a run killed mid-write leaves the old table as it was.
 
-        - Delta: `create or replace table`, one atomic commit, and a new version of the table,
-          whose history stays readable (time travel). A table of another format (built before
-          the switch) is dropped first: Delta replaces only Delta tables.
+        - Delta and Iceberg: `create or replace table`, one atomic commit, and a new version (a
+          snapshot) of the table, whose history stays readable (time travel). A table of
+          another format (built before the switch) is dropped first: each format replaces only
+          its own tables.
         - Parquet: built under a name of its own (`<model>__kappa_build_<run>`) and renamed into
           place when complete: a kill mid-write leaves the old table and its ledger (and a
           table that _drop_build_leftovers drops), never files without a table, which would
@@ -14,8 +15,9 @@
     {%- if kappa._contract_mode(model) != 'batches' -%}
         {%- do kappa._check_partition_column(kappa._model_columns()) -%}
     {%- endif -%}
-    {%- if config.get('file_format') == 'delta' -%}
-        {%- if existing_relation is not none and not existing_relation.is_delta -%}
+    {%- if kappa._table_format() != 'parquet' -%}
+        {%- if existing_relation is not none
+            and kappa._relation_format(existing_relation) != kappa._table_format() -%}
             {% do adapter.drop_relation(existing_relation) %}
         {%- endif -%}
         {%- call statement('main') -%}

@@ -5,11 +5,12 @@
         (`table_columns`, partition columns last): no temporary view of the new rows and no
         second describe of the table, as dbt-spark's insert_overwrite strategy would issue.
 
-        - Delta: `insert into ... replace where <batch> between first and last`, one atomic
-          commit (Delta checks that every row written is in the range).
+        - Delta and Iceberg: `insert into ... replace where <batch> between first and last`,
+          one atomic commit (Delta checks that every row written is in the range; Iceberg
+          does not, and the rows are the new batches' by the model's filter, in_new_batches).
         - Parquet: `insert overwrite` with dynamic partition overwrite: the other batches stay. -#}
     {%- set columns = table_columns | map(attribute='quoted') | join(', ') -%}
-    {%- if config.get('file_format') == 'delta' -%}
+    {%- if kappa._table_format() != 'parquet' -%}
         {%- call statement('main') -%}
             insert into {{ this }}
             replace where {{ kappa._batch_column() }} between {{ first_batch_id }} and {{ last_batch_id }}

@@ -4,7 +4,7 @@
         straight into the table. A partition that comes out empty (two sessions merged into the
         day before, a bucket whose keys were all deleted) ends up with no rows.
 
-        - Delta: one `insert into ... replace where <partition> in (...)`, a single atomic
+        - Delta and Iceberg: one `insert into ... replace where <partition> in (...)`, a single atomic
           commit: readers see the table before or after, never in between, and a crash leaves
           the table as it was. A keys model with incremental_strategy 'merge' merges its
           buckets' rows on its unique_key instead, also one commit (_merge_partitions).
@@ -36,7 +36,7 @@
     {%- set unique_key = kappa._key_merge() -%}
     {%- if unique_key is not none -%}
         {%- do kappa._merge_partitions(partition_column, values, partition_rows, table_columns, unique_key) -%}
-    {%- elif config.get('file_format') == 'delta' -%}
+    {%- elif kappa._table_format() != 'parquet' -%}
         {%- call statement('main') -%}
             insert into {{ this }} replace where {{ partition_column }} in ({{ values }})
             {{ partition_rows }}
