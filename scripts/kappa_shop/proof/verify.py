@@ -29,8 +29,9 @@
 4. `dbt build --full-refresh` over the same raw tables into <prefix>_full.
 5. Diff every model of the two schemas, key by key where the model declares its grain
    (`meta.grain`), row for row otherwise. Any difference fails the proof; so does a model of
-   the selection left out of the diff, and one that wrote nothing in any incremental build
-   after the first (it proved nothing about its incremental runs).
+   the selection left out of the diff, and one that wrote nothing incrementally in any build
+   after the first (nothing, or a rebuild each time: the ledger's latest run of the model after
+   each build says which; it proved nothing about its incremental runs).
 With `selector` (a YAML selector, such as one_model_per_mode), steps 3-5 build, test and
 diff its models only.
 
@@ -484,7 +485,9 @@ def _rounds(
             {item.node.name for item in result.results if item.node.resource_type == "model"}
         )
         if number > 1:
-            wrote_incrementally |= _models_that_wrote(result)
+            wrote_incrementally |= _models_that_wrote(result) & _ran_incrementally(
+                warehouse, schema
+            )
         progress(
             f"  round {number}/{len(schedule)}: {delivered}, ingestion batch(es) "
             f"{','.join(str(batch.ingestion_batch_id) for batch in report.batches)}; "
@@ -527,6 +530,19 @@ def _models_that_wrote(result: Any) -> set[str]:
         and str(item.status) == "success"
         and not any(phrase in str(item.message or "") for phrase in _NOTHING_WRITTEN)
     }
+
+
+def _ran_incrementally(warehouse: Warehouse, schema: str) -> set[str]:
+    """The models whose latest recorded run was an incremental one, not a rebuild: a table the
+    contract takes for another format is rebuilt by every run, which writes and proves nothing
+    about incremental runs. (A model's latest run in the batch ledger is its row of the highest
+    first batch: a rebuild's row, and a compaction's, start at batch 1.)"""
+    rows = warehouse.sql(
+        f"select model_name from (select model_name, refresh_mode, row_number() over ("
+        f"partition by model_name order by first_batch_id desc) as latest "
+        f"from {schema}.{LEDGER_TABLE}) where latest = 1 and refresh_mode = 'incremental'"
+    )
+    return {str(row["model_name"]) for row in rows}
 
 
 def _check_selector(root: Path, name: str) -> None:
@@ -577,8 +593,8 @@ def format_report(report: VerifyReport) -> str:
     lines += [f"FAILED TEST: {failure}" for failure in report.failed_tests]
     lines += [f"NOT DIFFED: {model}, a model of the proof's selection" for model in report.undiffed]
     lines += [
-        f"IDLE: {model} wrote nothing in any incremental build, although every round brings "
-        "it new input"
+        f"IDLE: {model} wrote nothing in any incremental build (nothing, or a rebuild each "
+        "time), although every round brings it new input"
         for model in report.idle
     ]
     if report.data_tests_run:
