@@ -83,7 +83,16 @@ $(DELTA_JAR): | $(STAMP)
 	@$(BIN)/python -m kappa_shop.runtime.delta >$(VENV)/delta-jars.log 2>&1 || { tail -n 5 $(VENV)/delta-jars.log; \
 	  echo "make: Delta Lake's jars could not be fetched from Maven Central into ~/.ivy2.5.2 (above); the tests need them"; exit 1; }
 
-setup: $(STAMP) $(DEPS) $(DELTA_JAR) $(if $(FAST_START),$(FAST_START_CONF)) ## create the virtualenv, install the pinned dependencies, the dbt packages and Delta's jars (and the fast start, with KAPPA_SHOP_FAST_START=1)
+# Apache Iceberg's Spark runtime (the `local_iceberg` target's, the version profiles.yml names),
+# likewise: one jar of ~45 MB.
+ICEBERG_VERSION := $(shell sed -n 's/.*iceberg-spark-runtime-4.0_2.13:\([0-9.]*\).*/\1/p' profiles.yml)
+ICEBERG_JAR := $(HOME)/.ivy2.5.2/jars/org.apache.iceberg_iceberg-spark-runtime-4.0_2.13-$(ICEBERG_VERSION).jar
+$(ICEBERG_JAR): | $(STAMP)
+	@echo "Fetching Apache Iceberg's Spark runtime (org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:$(ICEBERG_VERSION), ~45 MB) into ~/.ivy2.5.2, once"
+	@$(BIN)/python -m kappa_shop.runtime.iceberg $(ICEBERG_VERSION) >$(VENV)/iceberg-jars.log 2>&1 || { tail -n 5 $(VENV)/iceberg-jars.log; \
+	  echo "make: Apache Iceberg's runtime could not be fetched from Maven Central into ~/.ivy2.5.2 (above); the tests need it"; exit 1; }
+
+setup: $(STAMP) $(DEPS) $(DELTA_JAR) $(ICEBERG_JAR) $(if $(FAST_START),$(FAST_START_CONF)) ## create the virtualenv, install the pinned dependencies, the dbt packages, Delta's jars and Iceberg's runtime (and the fast start, with KAPPA_SHOP_FAST_START=1)
 
 check: setup ## check the machine: Java 17 for Spark
 	@$(BIN)/kappa-shop check

@@ -171,7 +171,7 @@ final as (
         topic,
         event_type,
         schema_version,
-        payload,
+        {{ stored_payload() }},
         content_hash,
         invalid_reason,
         outcome,

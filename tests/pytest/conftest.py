@@ -314,7 +314,8 @@ def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def missing_delta_jars() -> str | None:
     """Why the suite's Spark cannot have Delta Lake (its jars are not in Ivy's cache, where
     `make setup` fetches them), or None when it can."""
-    from kappa_shop.runtime.delta import IVY_HOME, cached_jar, delta_version
+    from kappa_shop.runtime.delta import cached_jar, delta_version
+    from kappa_shop.runtime.jars import IVY_HOME
     from kappa_shop.runtime.spark import profile_output
 
     settings = profile_output(REPO_ROOT, DELTA_TARGET)["server_side_parameters"]
@@ -327,13 +328,34 @@ def missing_delta_jars() -> str | None:
     )
 
 
+def missing_iceberg_jar() -> str | None:
+    """Why the Iceberg tests cannot have Iceberg's runtime (not in Ivy's cache, where `make
+    setup` fetches it), or None when they can."""
+    from kappa_shop.runtime.iceberg import ICEBERG_ARTIFACT, cached_jar, iceberg_version
+    from kappa_shop.runtime.jars import IVY_HOME
+    from kappa_shop.runtime.spark import profile_output
+
+    settings = profile_output(REPO_ROOT, "local_iceberg")["server_side_parameters"]
+    version = iceberg_version(settings) or "?"
+    if cached_jar(version).is_file():
+        return None
+    return (
+        f"Apache Iceberg's runtime ({ICEBERG_ARTIFACT}:{version}) is not in Ivy's cache "
+        f"({IVY_HOME}), and the tests run on Iceberg too: run `make setup`, which fetches it"
+    )
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Stop at once, in one line, when a test that starts Spark is to run and Delta's jars are
-    missing: every Spark of the suite has them (the spark fixture), and no test skips."""
+    missing (every Spark of the suite has them: the spark fixture), or an Iceberg test is to
+    run and Iceberg's runtime is: no test skips."""
+    reason = None
     if any(item.get_closest_marker("spark") for item in session.items):
         reason = missing_delta_jars()
-        if reason is not None:
-            pytest.exit(reason, returncode=pytest.ExitCode.USAGE_ERROR)
+    if reason is None and any(item.path.name == "test_iceberg.py" for item in session.items):
+        reason = missing_iceberg_jar()
+    if reason is not None:
+        pytest.exit(reason, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")

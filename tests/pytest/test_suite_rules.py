@@ -1,5 +1,5 @@
-"""The suite's own rules, tried on real pytest runs: nothing skips, and Delta's jars are a
-prerequisite named in one line."""
+"""The suite's own rules, tried on real pytest runs: nothing skips, and Delta's jars (and
+Iceberg's runtime, for the Iceberg tests) are a prerequisite named in one line."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from conftest import REPO_ROOT
@@ -60,3 +61,26 @@ def test_without_deltas_jars_the_spark_tests_stop_in_one_line(tmp_path):
         HOME=str(tmp_path),
     )
     assert fast.returncode == 0, fast.stdout + fast.stderr
+
+
+def test_without_icebergs_runtime_the_iceberg_tests_stop_in_one_line(tmp_path):
+    """With Delta's jars in Ivy's cache but not Iceberg's runtime, collecting the Iceberg tests
+    stops before anything runs, naming the runtime (only the file's presence is looked at)."""
+    from kappa_shop.runtime import delta
+
+    jars = tmp_path / ".ivy2.5.2" / "jars"
+    jars.mkdir(parents=True)
+    (jars / delta.cached_jar(metadata.version("delta-spark")).name).touch()
+    result = run_pytest(
+        ["--collect-only", "-q", "tests/pytest/test_iceberg.py"], REPO_ROOT, HOME=str(tmp_path)
+    )
+    assert result.returncode == 4, result.stdout + result.stderr
+    lines = [line for line in result.stdout.splitlines() if "Apache Iceberg's runtime" in line]
+    assert len(lines) == 1, result.stdout
+    assert "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.0" in lines[0]
+    assert f"is not in Ivy's cache ({tmp_path}/.ivy2.5.2)" in lines[0]
+    # and test_delta's collection, which needs no Iceberg, goes on
+    delta_only = run_pytest(
+        ["--collect-only", "-q", "tests/pytest/test_delta.py"], REPO_ROOT, HOME=str(tmp_path)
+    )
+    assert delta_only.returncode == 0, delta_only.stdout + delta_only.stderr

@@ -7,7 +7,7 @@ deliveries as (
 
 accepted as (
     -- the first valid delivery of each event id (its deliveries model decided the outcome)
-    select * from deliveries
+    select {{ delivered_columns() }} from deliveries
     where outcome = 'accepted'
 ),
 

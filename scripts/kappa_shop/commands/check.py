@@ -45,6 +45,7 @@ def check_target(project: DbtProject) -> int:
     Delta) and whether its raw schema holds tables, one line each."""
     from kappa_shop.runtime.delta import delta_version
     from kappa_shop.runtime.fast_start import FILE_SYSTEM
+    from kappa_shop.runtime.iceberg import iceberg_version
     from kappa_shop.runtime.spark import check_master_reachable, local_file_system
     from kappa_shop.runtime.warehouse import table_names
 
@@ -67,11 +68,18 @@ def check_target(project: DbtProject) -> int:
             + (" (the fast start's: docs/fast-start.md)" if file_system == FILE_SYSTEM else "")
         )
         print(_class_archive_line(project.spark(), target))
-    delta = delta_version(output.get("server_side_parameters") or {})
+    settings = output.get("server_side_parameters") or {}
+    delta = delta_version(settings)
     if delta is not None:
         print(
             f"ok: target {target!r}: Delta Lake {delta} (the installed delta-spark's version); "
             "its models are Delta tables"
+        )
+    iceberg = iceberg_version(settings)
+    if iceberg is not None:
+        print(
+            f"ok: target {target!r}: Apache Iceberg {iceberg} in the session's Hive metastore; "
+            "its models are Iceberg tables"
         )
     raw = table_names(warehouse, project.raw_schema)
     print(

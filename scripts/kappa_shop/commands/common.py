@@ -58,9 +58,9 @@ def add_target(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
         default=None,
-        help="dbt target from profiles.yml: local (embedded Spark, the default), local_delta (the "
-        "same with Delta Lake tables), cluster or cluster_delta (the Thrift Server of `kappa-shop "
-        "cluster up`, parquet or Delta tables)",
+        help="dbt target from profiles.yml: local (embedded Spark, the default), local_delta and "
+        "local_iceberg (the same with Delta Lake or Apache Iceberg tables), cluster or "
+        "cluster_delta (the Thrift Server of `kappa-shop cluster up`, parquet or Delta tables)",
     )
 
 

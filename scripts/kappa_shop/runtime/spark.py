@@ -23,7 +23,7 @@ import jinja2
 import yaml
 
 from kappa_shop.errors import KappaShopError
-from kappa_shop.runtime import fast_start
+from kappa_shop.runtime import fast_start, iceberg
 from kappa_shop.runtime.delta import check_delta_pin, jars_unavailable
 
 PROFILE_NAME = "kappa_shop"
@@ -125,15 +125,23 @@ def session_for_output(  # noqa: ANN201
         builder = builder.config(str(key), str(value))
     # (the fast start, when on, is the embedded targets' alone: docs/fast-start.md)
     with contextlib.nullcontext() if hive else fast_start.left_out():
-        if delta is None:
-            return builder.getOrCreate()
         try:
             return builder.getOrCreate()
-        except Exception as error:  # Spark's JVM did not start: Ivy could not resolve the jars
-            reason = jars_unavailable(delta)
-            if reason is None:
-                raise
-            raise KappaShopError(f"target {target!r} needs Delta Lake {delta}: {reason}") from error
+        except Exception as error:  # Spark's JVM did not start: Ivy could not resolve the jars?
+            raise _missing_format_jars(settings, target, delta) or error from error
+
+
+def _missing_format_jars(
+    settings: dict[str, Any], target: str, delta: str | None
+) -> KappaShopError | None:
+    """The one-line error for a Spark that could not start because the jars of its table
+    format (Delta Lake, Apache Iceberg) cannot be had, or None when they can (another cause)."""
+    iceberg_version = iceberg.iceberg_version(settings)
+    if delta is not None and (reason := jars_unavailable(delta)) is not None:
+        return KappaShopError(f"target {target!r} needs Delta Lake {delta}: {reason}")
+    if iceberg_version is not None and (reason := iceberg.jars_unavailable(iceberg_version)):
+        return KappaShopError(f"target {target!r} needs Apache Iceberg {iceberg_version}: {reason}")
+    return None
 
 
 def prepare_scratch_directory(directory: Path, profiles_dir: Path) -> None:
