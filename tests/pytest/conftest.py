@@ -311,37 +311,20 @@ def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy_project(tmp_path_factory.mktemp("project") / "kappa_shop")
 
 
-def missing_delta_jars() -> str | None:
-    """Why the suite's Spark cannot have Delta Lake (its jars are not in Ivy's cache, where
-    `make setup` fetches them), or None when it can."""
-    from kappa_shop.runtime.delta import cached_jar, delta_version
-    from kappa_shop.runtime.jars import IVY_HOME
+def missing_jars(target: str, artifact: str, what: str, plural: bool = False) -> str | None:
+    """Why the tests on `target` cannot have `what`, the jars of `artifact` its profile names
+    (they are not in Ivy's cache, where `make setup` fetches them), or None when they can."""
+    from kappa_shop.runtime.jars import IVY_HOME, cached_jar, package_version
     from kappa_shop.runtime.spark import profile_output
 
-    settings = profile_output(REPO_ROOT, DELTA_TARGET)["server_side_parameters"]
-    version = delta_version(settings) or "?"
-    if cached_jar(version).is_file():
+    settings = profile_output(REPO_ROOT, target)["server_side_parameters"]
+    version = package_version(settings, artifact) or "?"
+    if cached_jar(artifact, version).is_file():
         return None
+    are, them = ("are", "them") if plural else ("is", "it")
     return (
-        f"Delta Lake's jars (io.delta:delta-spark_2.13:{version}) are not in Ivy's cache "
-        f"({IVY_HOME}), and the tests run on Delta too: run `make setup`, which fetches them"
-    )
-
-
-def missing_iceberg_jar() -> str | None:
-    """Why the Iceberg tests cannot have Iceberg's runtime (not in Ivy's cache, where `make
-    setup` fetches it), or None when they can."""
-    from kappa_shop.runtime.iceberg import ICEBERG_ARTIFACT, cached_jar, iceberg_version
-    from kappa_shop.runtime.jars import IVY_HOME
-    from kappa_shop.runtime.spark import profile_output
-
-    settings = profile_output(REPO_ROOT, "local_iceberg")["server_side_parameters"]
-    version = iceberg_version(settings) or "?"
-    if cached_jar(version).is_file():
-        return None
-    return (
-        f"Apache Iceberg's runtime ({ICEBERG_ARTIFACT}:{version}) is not in Ivy's cache "
-        f"({IVY_HOME}), and the tests run on Iceberg too: run `make setup`, which fetches it"
+        f"{what} ({artifact}:{version}) {are} not in Ivy's cache ({IVY_HOME}), and the tests "
+        f"run on {target} too: run `make setup`, which fetches {them}"
     )
 
 
@@ -351,9 +334,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     run and Iceberg's runtime is: no test skips."""
     reason = None
     if any(item.get_closest_marker("spark") for item in session.items):
-        reason = missing_delta_jars()
+        reason = missing_jars(DELTA_TARGET, "io.delta:delta-spark_2.13", "Delta Lake's jars", True)
     if reason is None and any(item.path.name == "test_iceberg.py" for item in session.items):
-        reason = missing_iceberg_jar()
+        iceberg = "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13"
+        reason = missing_jars("local_iceberg", iceberg, "Apache Iceberg's runtime")
     if reason is not None:
         pytest.exit(reason, returncode=pytest.ExitCode.USAGE_ERROR)
 
