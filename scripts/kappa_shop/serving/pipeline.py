@@ -140,7 +140,11 @@ def build(
     if docs:
         # the default selector leaves seeds out; the docs describe the whole project, under
         # the names readers query (the views of the serving schema)
-        project.invoke("docs", "generate", "--select", "fqn:*", "source:*")
+        # (one thread on Iceberg: compiling a model reads the batch ledger of the schema it
+        # names, creating it if missing, and two threads creating it at once collide there,
+        # where Spark's own session catalog lets the second `create table if not exists` be)
+        threads = ("--threads", "1") if project.target_name.endswith("_iceberg") else ()
+        project.invoke("docs", "generate", "--select", "fqn:*", "source:*", *threads)
 
     model_nodes = [
         result.node for result in build_result.results if result.node.resource_type == "model"
