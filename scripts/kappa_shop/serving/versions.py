@@ -259,13 +259,20 @@ def _point_views(
     warehouse: Warehouse, relations: dict[str, str], stale: Collection[str] = ()
 ) -> None:
     """Point each serving name at its physical relation (a view per name, replaced in one
-    statement each); drop the serving names in `stale` that are not among them."""
+    statement each); drop the serving names in `stale` that are not among them. On Iceberg
+    each view is dropped and created again: Iceberg's session catalog runs `create or replace
+    view` on an existing view of Spark's catalog without replacing it (readers go on reading
+    the old version) and refuses `alter view ... as`, so there a reader can find a name
+    missing for a moment."""
     for schema in sorted({name.split(".")[0] for name in relations}):
         warehouse.sql(f"create schema if not exists {schema}")
+    replace = "create or replace view"
+    if warehouse.target.endswith("_iceberg"):
+        replace = "create view"
     for step, (name, physical) in enumerate(sorted(relations.items()), start=1):
-        warehouse.sql(
-            f"create or replace view {name} with schema evolution as select * from {physical}"
-        )
+        if replace == "create view":
+            warehouse.sql(f"drop view if exists {name}")
+        warehouse.sql(f"{replace} {name} with schema evolution as select * from {physical}")
         fault_point(f"switch:{step}")
     for name in sorted(set(stale) - set(relations)):
         warehouse.sql(f"drop view if exists {name}")
