@@ -128,7 +128,10 @@ def session_for_output(  # noqa: ANN201
         try:
             return builder.getOrCreate()
         except Exception as error:  # Spark's JVM did not start: Ivy could not resolve the jars?
-            raise _missing_format_jars(settings, target, delta) or error from error
+            missing = _missing_format_jars(settings, target, delta)
+            if missing is None:
+                raise
+            raise missing from error
 
 
 def _missing_format_jars(
