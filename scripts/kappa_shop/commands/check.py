@@ -43,6 +43,7 @@ def run(arguments: argparse.Namespace) -> int:
 def check_target(project: DbtProject) -> int:
     """What the target is (Spark's version, the master, the file system, the class archive,
     Delta) and whether its raw schema holds tables, one line each."""
+    from kappa_shop.runtime.dbt import models_format
     from kappa_shop.runtime.delta import delta_version
     from kappa_shop.runtime.fast_start import FILE_SYSTEM
     from kappa_shop.runtime.iceberg import iceberg_version
@@ -59,7 +60,7 @@ def check_target(project: DbtProject) -> int:
         master = str((output.get("ingestion_spark_conf") or {}).get("spark.master", ""))
         check_master_reachable(master, target)
         print(f"ok: target {target!r}: the master for ingestion answers at {master}")
-        if target.endswith("_delta"):  # its models are Delta tables (dbt_project.yml)
+        if models_format(target) == "delta":  # its models are Delta tables
             _check_server_has_delta(warehouse, target, output)
     if output.get("method") == "session":
         file_system = local_file_system(project.spark())

@@ -191,6 +191,16 @@ class DbtProject:
         return [dict(zip(table.column_names, row, strict=True)) for row in table.rows]
 
 
+def models_format(target: str) -> str:
+    """The table format a target builds the models in, as dbt_project.yml's `+file_format`
+    reads it from the target's name: 'delta' (`*_delta`), 'iceberg' (`*_iceberg`) or
+    'parquet'."""
+    for suffix in ("delta", "iceberg"):
+        if target.endswith("_" + suffix):
+            return suffix
+    return "parquet"
+
+
 def _profile_destination(profiles_dir: Path, target: str | None) -> Destination:
     """The profile's own destination for `target` (None: the profile's default target): its
     schema, reading `<schema>_raw`."""

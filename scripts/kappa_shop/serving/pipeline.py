@@ -22,7 +22,7 @@ from kappa_shop.ingest.ingestion import BATCH_LOG_TABLE, ingest, ingested_tables
 from kappa_shop.log.format import TOPICS
 from kappa_shop.log.generator import GeneratorConfig, generate, read_manifest
 from kappa_shop.log.landing import batch_numbers, deliver
-from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.dbt import DbtProject, models_format
 from kappa_shop.runtime.warehouse import table_names
 from kappa_shop.serving.versions import build_served, serving_name, shown_names
 
@@ -143,7 +143,7 @@ def build(
         # (one thread on Iceberg: compiling a model reads the batch ledger of the schema it
         # names, creating it if missing, and two threads creating it at once collide there,
         # where Spark's own session catalog lets the second `create table if not exists` be)
-        threads = ("--threads", "1") if project.target_name.endswith("_iceberg") else ()
+        threads = ("--threads", "1") if models_format(project.target_name) == "iceberg" else ()
         project.invoke("docs", "generate", "--select", "fqn:*", "source:*", *threads)
 
     model_nodes = [

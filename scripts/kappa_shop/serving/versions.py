@@ -38,7 +38,7 @@ from typing import Any
 
 from kappa_shop.errors import KappaShopError
 from kappa_shop.runtime.contract import EARLIER_LEDGER_TABLE, LEDGER_TABLE, RUN_LOCK_TABLE
-from kappa_shop.runtime.dbt import DbtProject
+from kappa_shop.runtime.dbt import DbtProject, models_format
 from kappa_shop.runtime.warehouse import Warehouse, schema_exists, table_names
 
 REGISTRY = "kappa_versions"
@@ -266,13 +266,12 @@ def _point_views(
     missing for a moment."""
     for schema in sorted({name.split(".")[0] for name in relations}):
         warehouse.sql(f"create schema if not exists {schema}")
-    replace = "create or replace view"
-    if warehouse.target.endswith("_iceberg"):
-        replace = "create view"
+    recreate = models_format(warehouse.target) == "iceberg"
     for step, (name, physical) in enumerate(sorted(relations.items()), start=1):
-        if replace == "create view":
+        if recreate:
             warehouse.sql(f"drop view if exists {name}")
-        warehouse.sql(f"{replace} {name} with schema evolution as select * from {physical}")
+        create = "create view" if recreate else "create or replace view"
+        warehouse.sql(f"{create} {name} with schema evolution as select * from {physical}")
         fault_point(f"switch:{step}")
     for name in sorted(set(stale) - set(relations)):
         warehouse.sql(f"drop view if exists {name}")
