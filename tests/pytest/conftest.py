@@ -204,7 +204,11 @@ import json, sys
 from kappa_shop.cli import main
 for arguments in json.loads(sys.argv[1]):
     print("kappa-shop-sequence: " + json.dumps(arguments), flush=True)
-    status = main(arguments)
+    if arguments[0] == "dbt":  # dbt itself, on the Spark session kappa-shop started
+        from dbt.cli.main import dbtRunner
+        status = 0 if dbtRunner().invoke(arguments[1:]).success else 1
+    else:
+        status = main(arguments)
     sys.stdout.flush()
     if status:
         sys.exit(status)
@@ -217,8 +221,9 @@ def kappa_shop_sequence(
 ) -> list[str]:
     """`kappa-shop` commands run one after another in ONE process in the project copy `root`
     (its environment: subprocess_environment with `settings`), as a user's shell runs them but
-    paying for one JVM and its warm-up instead of one per command; each must exit 0. Returns
-    what each command printed, in order."""
+    paying for one JVM and its warm-up instead of one per command; each must exit 0. A command
+    whose first word is `dbt` is dbt's, invoked in the same process after a kappa-shop command
+    started Spark (dbt takes that session). Returns what each command printed, in order."""
     result = run_in(
         root, [sys.executable, "-c", _SEQUENCE, json.dumps(commands)], timeout, **settings
     )

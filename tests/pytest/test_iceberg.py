@@ -2,8 +2,9 @@
 
 The suite's own Spark has Delta's catalog as Spark's session catalog, the place Iceberg's
 session catalog takes too, so the Iceberg proof runs in a process of its own (conftest's
-kappa_shop_sequence: `check`, then the small proof, in one JVM), in a copy of the project. Its
-tables are then read from their Iceberg metadata files (JSON), without starting Spark again.
+kappa_shop_sequence: `check`, the small proof, then a model switched to parquet and back, in
+one JVM), in a copy of the project. Its tables are then read from their Iceberg metadata files
+(JSON), without starting Spark again.
 """
 
 from __future__ import annotations
@@ -18,16 +19,43 @@ from conftest import SMALL_PROOF, TRACED_PATHS, copy_project, kappa_shop_sequenc
 pytestmark = pytest.mark.spark
 
 TARGET = "local_iceberg"
+# the model switched from Iceberg to parquet and back, in the proof's full-refresh schema
+SWITCHED = "orders_daily"
+
+
+def _differing_rows(schema: str, other: str, model: str) -> str:
+    """A query of the rows of `model` in one schema and not the other, either way, and of its
+    rows: zero and many when the two tables are equal."""
+    one, two = f"{schema}.{model}", f"{other}.{model}"
+    return (
+        f"select (select count(*) from {one}) as table_rows, count(*) as differing from ("
+        f"(select * from {one} except all select * from {two}) union all "
+        f"(select * from {two} except all select * from {one}))"
+    )
 
 
 @pytest.fixture(scope="module")
-def iceberg_proof(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
-    """The project copy, what `kappa-shop check --target local_iceberg` printed, and what the
+def iceberg_proof(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, list[str]]:
+    """The project copy, what `kappa-shop check --target local_iceberg` printed, what the
     small proof (the Delta proof's seed, scale, schedule and selector, without its repeats)
-    printed on Iceberg."""
+    printed on Iceberg, and what the format switches printed: the proof's full-refresh
+    `orders_daily` built again as parquet (`dbt run --target local`, in the same JVM), compared
+    with the incremental schema's, built again as Iceberg, compared again."""
     root = copy_project(tmp_path_factory.mktemp("iceberg") / "kappa_shop")
     proof = SMALL_PROOF
-    checked, proved = kappa_shop_sequence(
+    prefix = f"verify_{proof.seed}"
+    dbt_vars = json.dumps(
+        {"kappa_schema": f"{prefix}_full", "raw_schema": f"{prefix}_raw", "kappa_version": None}
+    )
+    compare = [
+        "dbt", "show", "--target", TARGET, "--output", "json", "--inline",
+        _differing_rows(f"{prefix}_full", f"{prefix}_incremental", SWITCHED),
+    ]  # fmt: skip
+
+    def run_as(target: str) -> list[str]:
+        return ["dbt", "run", "--target", target, "--select", SWITCHED, "--vars", dbt_vars]
+
+    checked, proved, *switched = kappa_shop_sequence(
         root,
         ["check", "--target", TARGET],
         [
@@ -39,9 +67,13 @@ def iceberg_proof(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, 
             # are, which the Delta proof repeats; what this one adds is the format
             "--no-repeats",
         ],
+        run_as("local"),
+        compare,
+        run_as(TARGET),
+        compare,
         timeout=1800,
     )  # fmt: skip
-    return root, checked, proved
+    return root, checked, proved, switched
 
 
 def _metadata(root: Path, schema: str, model: str) -> dict:
@@ -52,14 +84,14 @@ def _metadata(root: Path, schema: str, model: str) -> dict:
 
 
 def test_check_reports_iceberg(iceberg_proof):
-    _, checked, _ = iceberg_proof
+    _, checked, _, _ = iceberg_proof
     assert f"ok: target '{TARGET}': Apache Iceberg 1.10.0 in the session's Hive metastore" in (
         checked
     ), checked
 
 
 def test_the_proof_passes_on_iceberg(iceberg_proof):
-    _, _, proved = iceberg_proof
+    _, _, proved, _ = iceberg_proof
     seed = SMALL_PROOF.seed
     line = f"Proof PASSED (seed {seed}): {len(TRACED_PATHS)} of {len(TRACED_PATHS)} models equal"
     assert line in proved, proved[-3000:]
@@ -71,7 +103,7 @@ def test_every_run_of_a_model_is_one_iceberg_commit(iceberg_proof):
     default); in the incremental schema each write of a model is one snapshot, on top of the one
     before (a rebuild's starts anew), and a days model's incremental snapshots replace some of
     its days, not all."""
-    root, _, _ = iceberg_proof
+    root, _, _, _ = iceberg_proof
     seed = SMALL_PROOF.seed
     for schema in (f"verify_{seed}_incremental", f"verify_{seed}_full"):
         for model in TRACED_PATHS:
@@ -96,3 +128,26 @@ def test_every_run_of_a_model_is_one_iceberg_commit(iceberg_proof):
         < int(snapshot["summary"]["total-data-files"])
     ]
     assert partial, [snapshot["summary"] for snapshot in days]
+
+
+def _compared(printed: str) -> dict:
+    """The one row `dbt show --output json` printed."""
+    start = printed.rindex("{", 0, printed.index('"show"'))
+    shown, _ = json.JSONDecoder().raw_decode(printed, start)
+    [row] = shown["show"]
+    return row
+
+
+def test_a_model_leaves_iceberg_for_parquet_and_comes_back_with_its_rows(iceberg_proof):
+    """Leaving Iceberg, the model's drop keeps the table's files (an Iceberg table is external
+    to the metastore), which the package clears before the parquet table takes their place;
+    coming back, parquet's drop removes its own. Both times the model is rebuilt whole, equal
+    row for row to the same model built incrementally (the proof's other schema)."""
+    _, _, _, (to_parquet, as_parquet, to_iceberg, as_iceberg) = iceberg_proof
+    prefix = f"verify_{SMALL_PROOF.seed}"
+    cleared = f": the files of the Iceberg table it was ({prefix}_full.{SWITCHED}); the model"
+    assert "Cleared " in to_parquet and cleared in to_parquet, to_parquet[-3000:]
+    assert "Cleared " not in to_iceberg, to_iceberg[-3000:]
+    for compared in (as_parquet, as_iceberg):
+        row = _compared(compared)
+        assert row["differing"] == 0 and row["table_rows"] > 0, row

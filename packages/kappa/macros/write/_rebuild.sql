@@ -6,6 +6,14 @@
           snapshot) of the table, whose history stays readable (time travel). A table of
           another format (built before the switch) is dropped first: each format replaces only
           its own tables.
+        - Leaving Iceberg for another format: an Iceberg table is an external table of the
+          metastore, whose DROP keeps its files (Iceberg's `purge` too keeps its directories);
+          they lie where the new table goes, and Spark refuses to create a managed table on a
+          non-empty location (LOCATION_ALREADY_EXISTS), so they are cleared once the table is
+          dropped (_clear_table_location). A kill in between leaves no table, which the next
+          run builds. A session with Iceberg's catalog may still hold the Iceberg table in its
+          cache (the drop went around that catalog): the new table is refreshed, so that the
+          session reads it.
         - Parquet: built under a name of its own (`<model>__kappa_build_<run>`) and renamed into
           place when complete: a kill mid-write leaves the old table and its ledger (and a
           table that _drop_build_leftovers drops), never files without a table, which would
@@ -15,10 +23,16 @@
     {%- if kappa._contract_mode(model) != 'batches' -%}
         {%- do kappa._check_partition_column(kappa._model_columns()) -%}
     {%- endif -%}
+    {%- set leaving_iceberg = existing_relation is not none
+        and kappa._relation_format(existing_relation) == 'iceberg'
+        and kappa._table_format() != 'iceberg' -%}
     {%- if kappa._table_format() != 'parquet' -%}
         {%- if existing_relation is not none
             and kappa._relation_format(existing_relation) != kappa._table_format() -%}
             {% do adapter.drop_relation(existing_relation) %}
+            {%- if leaving_iceberg -%}
+                {% do kappa._clear_table_location(this.schema, this.identifier, "the files of the Iceberg table it was") %}
+            {%- endif -%}
         {%- endif -%}
         {%- call statement('main') -%}
             {{ create_table_as(false, this, kappa._checked_rows(compiled_code)) }}
@@ -40,8 +54,14 @@
             {% do adapter.drop_relation(existing_relation) %}
         {%- elif existing_relation is not none -%}
             {% do adapter.drop_relation(existing_relation) %}
+            {%- if leaving_iceberg -%}
+                {% do kappa._clear_table_location(this.schema, this.identifier, "the files of the Iceberg table it was") %}
+            {%- endif -%}
         {%- endif -%}
         {% do adapter.rename_relation(build_relation, this.incorporate(type='table')) %}
+    {%- endif -%}
+    {%- if leaving_iceberg -%}
+        {%- call statement('refresh_after_iceberg') -%} refresh table {{ this }} {%- endcall -%}
     {%- endif -%}
     {{ log(model.name ~ ": rebuilt from ingestion batches 1.." ~ last_batch_id) }}
 {% endmacro %}
