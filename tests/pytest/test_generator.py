@@ -240,13 +240,14 @@ def test_held_back_events_arrive_after_the_period_at_most_three_days_late(tmp_pa
         generate(GeneratorConfig(days=2, held_back_fraction=0.1), tmp_path / "x", progress=print)
 
 
-def test_a_log_can_continue_past_another_logs_offsets(tmp_path):
-    # the benchmark appends one fixed batch after histories of two sizes: its offsets start
-    # past theirs; the events are those of the same settings from offset 0
+def test_a_log_can_continue_past_another_logs_offsets_and_lsns(tmp_path):
+    # the benchmark appends one fixed batch after histories of two sizes: its offsets and its
+    # profile changes' LSNs start past theirs; the events are those of the same settings from
+    # offset 0 and LSN 1
     settings = {"seed": 9, "events": 2_000, "days": 2, "batches": 4}
     logs = {}
     for first in (0, 1_000_000):
-        config = GeneratorConfig(**settings, first_offset=first)
+        config = GeneratorConfig(**settings, first_offset=first, first_lsn=first)
         logs[first] = generate(config, tmp_path / str(first), progress=lambda m: None)
     offsets: dict[tuple[str, int], list[int]] = defaultdict(list)
     for line in landed_lines(tmp_path / "1000000"):
@@ -259,15 +260,27 @@ def test_a_log_can_continue_past_another_logs_offsets(tmp_path):
         assert min(seen) >= 1_000_000 and ends[f"{topic}/{partition}"] > max(seen)
     for first in logs:
         assert logs[first].manifest["totals"] == logs[0].manifest["totals"]
+    lsns: dict[int, list[int]] = {
+        first: [int(lsn) for line in landed_lines(tmp_path / str(first))
+                for lsn in re.findall(r'"lsn": ?(\d+)', line.text)]
+        for first in logs
+    }  # fmt: skip
+    assert len(lsns[0]) > 20 and max(lsns[0]) < 1_000
+    assert [lsn - 1_000_000 for lsn in lsns[1_000_000]] == lsns[0]
+
+    def unshifted(text: str, first: int) -> str:
+        text = re.sub(r'"offset":\d+', "", text)
+        return re.sub(r'("lsn": ?)(\d+)', lambda m: f"{m[1]}{int(m[2]) - first}", text)
+
     texts = {
-        first: [
-            re.sub(r'"offset":\d+', "", line.text) for line in landed_lines(tmp_path / str(first))
-        ]
+        first: [unshifted(line.text, first) for line in landed_lines(tmp_path / str(first))]
         for first in logs
     }
     assert texts[0] == texts[1_000_000] and len(texts[0]) > 2_000
     with pytest.raises(KappaShopError, match=r"--first-offset must be 0\.\.100000000000"):
         generate(GeneratorConfig(first_offset=-1), tmp_path / "x", progress=print)
+    with pytest.raises(KappaShopError, match=r"--first-lsn must be 0\.\.100000000000"):
+        generate(GeneratorConfig(first_lsn=-1), tmp_path / "y", progress=print)
 
 
 def test_the_catalog_seed_is_the_generators_catalog():

@@ -62,7 +62,7 @@ START = "2024-03-01"
 LIVE_DAYS = 1.0
 HISTORY_BATCH = 25_000
 INTERVAL = 2.0
-# the live log's partitions start past any offset of the history's
+# the live log's partitions start past any offset of the history's, its LSNs past its LSNs
 LIVE_FIRST_OFFSET = 1_000_000_000
 MEMORY_EVERY = 5.0  # seconds between samples of the service's memory and CPU
 # how long the service may take: its first cycle (the history's build); to end its cycle once
@@ -517,9 +517,15 @@ def _logs(
                                    days=LIVE_DAYS,
                                    start=(date.fromisoformat(START)
                                           + timedelta(days=HISTORY_DAYS)).isoformat(),
-                                   batches=live_batches, first_offset=LIVE_FIRST_OFFSET)),
+                                   batches=live_batches, first_offset=LIVE_FIRST_OFFSET,
+                                   first_lsn=LIVE_FIRST_OFFSET)),
     ):  # fmt: skip
-        if not (log_dir / "manifest.json").exists():
+        made = (log_dir / "manifest.json").exists()
+        if made and read_manifest(log_dir)["config"].get("first_lsn", 0) != config.first_lsn:
+            # made before its LSNs continued the history's: made again
+            shutil.rmtree(log_dir)
+            made = False
+        if not made:
             say(f"bench --live: generating {config.events:,} events into {log_dir} ...")
             generate(config, log_dir, progress=lambda _line: None)
     return history_log, live_log

@@ -64,9 +64,9 @@ def bench_batch_config(events: int, seed: int) -> GeneratorConfig:
     """The fixed batch of the proportionality steps, for a benchmark at `events`: 1% of the
     events, at least 1,000 and at most BATCH_EVENTS, over the LATE_DAYS days after the
     history's period, a tenth of them held back to arrive last (up to LATE_DAYS days late),
-    all delivered at once; its offsets start past every offset of both histories. Its users,
-    orders and products come from the same id ranges as the histories', so it touches keys
-    they hold, as new data does."""
+    all delivered at once; its offsets and its profile changes' LSNs start past every one of
+    both histories. Its users, orders and products come from the same id ranges as the
+    histories', so it touches keys they hold, as new data does."""
     history = bench_log_config(events, seed)
     start = datetime.strptime(history.start, "%Y-%m-%d") + timedelta(days=history.days)
     return replace(
@@ -79,6 +79,7 @@ def bench_batch_config(events: int, seed: int) -> GeneratorConfig:
         held_back_fraction=LATE_SHARE,
         held_back_days=LATE_DAYS,
         first_offset=MAX_FIRST_OFFSET,
+        first_lsn=MAX_FIRST_OFFSET,
     )
 
 

@@ -29,6 +29,8 @@ GENERATOR_HELP: dict[str, str] = {
     "held_back_days": "how far back held-back events reach, in days",
     "first_offset": "offset of each partition's first record, for a log that continues "
     "another one (benchmarks)",
+    "first_lsn": "the profile changes' log sequence numbers start after this one, for a log "
+    "that continues another one (benchmarks)",
 }
 
 

@@ -43,6 +43,10 @@ class GeneratorConfig:
     # the offset of each partition's first record: a log that continues another one (the
     # benchmark's fixed batch, appended after histories of other sizes) starts past its offsets
     first_offset: int = 0
+    # the log sequence number (LSN) before the first profile change's: a log that continues
+    # another one continues its LSNs too (a key's changes are ordered by LSN, so two logs that
+    # both start at 1 would give changes of the same user the same LSN, an order no log has)
+    first_lsn: int = 0
 
     def validate(self) -> None:
         """Refuse settings that cannot make a log, with one line naming the setting."""
@@ -70,6 +74,10 @@ class GeneratorConfig:
         if not 0 <= self.first_offset <= MAX_FIRST_OFFSET:
             raise KappaShopError(
                 f"--first-offset must be 0..{MAX_FIRST_OFFSET} (got {self.first_offset})"
+            )
+        if not 0 <= self.first_lsn <= MAX_FIRST_OFFSET:
+            raise KappaShopError(
+                f"--first-lsn must be 0..{MAX_FIRST_OFFSET} (got {self.first_lsn})"
             )
         if self.max_clock_skew_seconds < 0 or self.max_partition_lag_minutes < 0:
             raise KappaShopError("clock skew and partition lag must not be negative")

@@ -55,7 +55,7 @@ class Shop:
         self.queries = self._query_vocabulary()
         self.actors: list[tuple[int, int, Actor]] = []
         self.sequence = itertools.count()
-        self.lsn = 0
+        self.lsn = config.first_lsn
         self.order_number = 0
         self.search_number = 0
         # users: index -> [email version, country, tier, clock skew ms]; live: who can act
