@@ -454,6 +454,57 @@ def test_each_dbt_run_reads_the_ledger_once(bench):
     assert len(re.findall(ledger.format("_tenth_plain"), log)) == 1
 
 
+def test_the_formats_table_sets_each_targets_figures_side_by_side(bench):
+    """`bench --targets`' table, built from this benchmark's own results as each target's
+    process writes them (read here as two targets' results): each step's seconds from its
+    target's report (an incremental step's share of the warm full refresh beside them), the
+    ratio to the first target, the fixed batch's proportionality and the checks."""
+    from kappa_shop.bench.formats import FormatsReport, load_report
+
+    work, _, report = bench
+    loaded = load_report(work / "out" / f"bench-{report['events']}.json")
+    formats = {"local": "parquet", "local_delta": "delta"}
+    table = FormatsReport(report["events"], {"local": loaded, "local_delta": loaded}, formats)
+    lines = table.markdown().splitlines()
+    assert "| step | local (parquet) | local_delta (Delta) | local_delta / local |" in lines
+    plus, warm = loaded.seconds("incremental +1%"), loaded.seconds("full refresh again, warm")
+    cell = f"{plus:,.1f} s ({plus / warm:.1%})"
+    assert f"| incremental +1% | {cell} | {cell} | 1.00x |" in lines
+    steps = {item["name"]: item["seconds"] for item in report["steps"]}
+    proportional = (
+        steps["the fixed batch on the whole history"]
+        / steps["the fixed batch on a tenth of the history"]
+    )
+    assert f"| the fixed batch: on the whole history / on a tenth | {proportional:.2f}x " in (
+        "\n".join(lines)
+    )
+    [checks] = [line for line in lines if line.startswith("| equality checks")]
+    assert checks.count(f"all {len(report['checks'])} equal") == 2, checks
+    assert table.failed == []
+
+
+def test_bench_targets_are_checked_before_anything_runs(tmp_path):
+    from kappa_shop.bench.formats import check_targets
+
+    assert check_targets(REPO_ROOT, ["local", "local_delta", "local_iceberg"]) == {
+        "local": "parquet", "local_delta": "delta", "local_iceberg": "iceberg"
+    }  # fmt: skip
+    for targets, refusal in (
+        (["local", "cluster"], "--targets: 'cluster' is not an embedded-Spark target"),
+        (["local", "locale"], "unknown target 'locale'"),
+        (["local", "local"], "--targets takes two or more different targets"),
+        (["local"], "--targets takes two or more different targets"),
+    ):
+        with pytest.raises(KappaShopError, match=re.escape(refusal)):
+            check_targets(REPO_ROOT, targets)
+    root = copy_project(tmp_path / "kappa_shop")
+    result = kappa_shop_in(root, "bench", "--targets", "local,local_delta", "--successive", "2")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "--targets runs the standard steps: not with --live, --successive or --target" in (
+        result.stderr
+    )
+
+
 def test_a_bench_too_small_to_split_is_refused_in_one_line(tmp_path):
     root = copy_project(tmp_path / "kappa_shop")
     result = kappa_shop_in(root, "bench", "--events", "500", "--work-dir", str(tmp_path / "o"))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kappa_shop.commands.common import Subcommands, add_target, open_project
+from kappa_shop.errors import KappaShopError
 
 
 def register(commands: Subcommands) -> None:
@@ -65,6 +66,17 @@ def register(commands: Subcommands) -> None:
         "are always built, for the steps that compare them (default: every model)",
     )
     bench.add_argument(
+        "--targets",
+        type=lambda text: [name.strip() for name in text.split(",") if name.strip()],
+        default=None,
+        metavar="T1,T2,...",
+        help="instead: the standard steps on each of these embedded targets, one after the "
+        "other, each in a process of its own on the same log and in a schema of its own "
+        "(<schema>_<target>), then every target's figures side by side in one table, such as "
+        "--targets local,local_delta,local_iceberg for parquet, Delta Lake and Iceberg "
+        "(results: bench-formats-<events>.md, each target's beside it)",
+    )
+    bench.add_argument(
         "--live",
         action="store_true",
         help="instead: the live service's freshness under load: --events of history built, "
@@ -107,6 +119,8 @@ def run(arguments: argparse.Namespace) -> int:
     from kappa_shop.bench.runner import run_bench, run_successive
     from kappa_shop.runtime.warehouse import check_schema_name
 
+    if arguments.targets is not None:
+        return _run_targets(arguments)
     project = open_project(arguments)
     check_schema_name(arguments.schema, project.target_name)
     project = project.elsewhere(arguments.schema, f"{arguments.schema}_raw")
@@ -145,6 +159,37 @@ def run(arguments: argparse.Namespace) -> int:
     for path in write_results(report, work_dir):
         print(f"Wrote {path}")
     return exit_status(report)
+
+
+def _run_targets(arguments: argparse.Namespace) -> int:
+    """`bench --targets`: each target's standard steps, then one table of them all."""
+    from kappa_shop.bench.formats import check_targets, run_formats, write_formats
+    from kappa_shop.runtime.warehouse import check_schema_name
+
+    if arguments.live or arguments.successive or arguments.target:
+        raise KappaShopError(
+            "--targets runs the standard steps: not with --live, --successive or --target"
+        )
+    project = open_project(arguments)
+    formats = check_targets(project.profiles_dir, arguments.targets)
+    for target in arguments.targets:
+        check_schema_name(f"{arguments.schema}_{target}", target)
+    work_dir = (arguments.work_dir or project.root / "data" / "bench").resolve()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    report = run_formats(
+        project.root, arguments.targets, formats, arguments.events, work_dir,
+        seed=arguments.seed, schema=arguments.schema, select=arguments.select,
+    )  # fmt: skip
+    print(report.markdown())
+    print(f"Wrote {write_formats(report, work_dir)}")
+    if report.failed:
+        print(
+            f"kappa-shop bench: {len(report.failed)} equality check(s) found a difference: "
+            + "; ".join(report.failed),
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 def exit_status(report: Any) -> int:
