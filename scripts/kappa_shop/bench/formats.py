@@ -11,6 +11,7 @@ generated once and reused by the others (the benchmark's own reuse)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -143,10 +144,9 @@ def run_formats(
     say: Callable[[str], None] = print,
 ) -> FormatsReport:
     """`kappa-shop bench --target T` for each target in turn (its output shown as it comes),
-    its results renamed `bench-<events>-<target>.*`; stops at a target whose bench fails for
+    its results renamed `bench-<records>-<target>.*`; stops at a target whose bench fails for
     another cause than a difference found."""
     reports: dict[str, BenchReport] = {}
-    stem = work_dir / f"bench-{events}"
     for number, target in enumerate(targets, 1):
         say(f"bench --targets: {target} ({number} of {len(targets)}), schema {schema}_{target}")
         command = [
@@ -156,18 +156,27 @@ def run_formats(
         ]  # fmt: skip
         if select:
             command += ["--select", *select]
-        for suffix in (".json", ".md", ".svg"):
-            stem.with_suffix(suffix).unlink(missing_ok=True)
+        for path in _results(work_dir):
+            path.unlink()
         returncode = subprocess.run(command, check=False).returncode
-        if not stem.with_suffix(".json").is_file():
+        written = _results(work_dir)
+        if not any(path.suffix == ".json" for path in written):
             raise KappaShopError(
                 f"bench --targets: the benchmark on {target} ended (exit {returncode}) without "
                 "its results; its output above says why"
             )
-        for suffix in (".json", ".md", ".svg"):
-            stem.with_suffix(suffix).replace(work_dir / f"bench-{events}-{target}{suffix}")
-        reports[target] = load_report(work_dir / f"bench-{events}-{target}.json")
-    return FormatsReport(events, reports, formats)
+        for path in written:  # bench-<records>.json: named by the log's size, not --events
+            path.replace(path.with_name(f"{path.stem}-{target}{path.suffix}"))
+        [result] = [path for path in written if path.suffix == ".json"]
+        reports[target] = load_report(result.with_name(f"{result.stem}-{target}.json"))
+    return FormatsReport(reports[targets[0]].events, reports, formats)
+
+
+def _results(work_dir: Path) -> list[Path]:
+    """The results one `kappa-shop bench` wrote: bench-<records>.json, .md and .svg."""
+    return sorted(
+        path for path in work_dir.glob("bench-*.*") if re.fullmatch(r"bench-\d+", path.stem)
+    )
 
 
 def write_formats(report: FormatsReport, work_dir: Path) -> Path:
