@@ -1,4 +1,4 @@
-{% macro _clear_table_location(schema_name, table_name, why="files without a table, left by a full refresh killed while it swapped the table in") %}
+{% macro _clear_table_location(schema_name, table_name, why="files without a table that a full refresh killed while it swapped the table in left") %}
     {#- Delete whatever files lie at the default location of the managed table
         `schema_name.table_name`, which must not exist, in Spark SQL alone (it has no statement
         that deletes a path, and Spark refuses to create a managed table on a non-empty
