@@ -29,10 +29,7 @@
     {%- if kappa._table_format() != 'parquet' -%}
         {%- if existing_relation is not none
             and kappa._relation_format(existing_relation) != kappa._table_format() -%}
-            {% do adapter.drop_relation(existing_relation) %}
-            {%- if leaving_iceberg -%}
-                {% do kappa._clear_table_location(this.schema, this.identifier, "the files of the Iceberg table it was") %}
-            {%- endif -%}
+            {% do kappa._drop_replaced(existing_relation, leaving_iceberg) %}
         {%- endif -%}
         {%- call statement('main') -%}
             {{ create_table_as(false, this, kappa._checked_rows(compiled_code)) }}
@@ -51,12 +48,9 @@
                 for the rest of the session, as models run in parallel threads: for the session
                 catalog's parquet tables the v1 commands do what the v2 ones do.) -#}
             {%- call statement('v1_commands') -%} set spark.sql.legacy.useV1Command = true {%- endcall -%}
-            {% do adapter.drop_relation(existing_relation) %}
-        {%- elif existing_relation is not none -%}
-            {% do adapter.drop_relation(existing_relation) %}
-            {%- if leaving_iceberg -%}
-                {% do kappa._clear_table_location(this.schema, this.identifier, "the files of the Iceberg table it was") %}
-            {%- endif -%}
+        {%- endif -%}
+        {%- if existing_relation is not none -%}
+            {% do kappa._drop_replaced(existing_relation, leaving_iceberg) %}
         {%- endif -%}
         {% do adapter.rename_relation(build_relation, this.incorporate(type='table')) %}
     {%- endif -%}
@@ -64,4 +58,15 @@
         {%- call statement('refresh_after_iceberg') -%} refresh table {{ this }} {%- endcall -%}
     {%- endif -%}
     {{ log(model.name ~ ": rebuilt from ingestion batches 1.." ~ last_batch_id) }}
+{% endmacro %}
+
+
+{% macro _drop_replaced(existing_relation, leaving_iceberg) %}
+    {#- Drop the table a rebuild replaces; when it is an Iceberg table and the model is now of
+        another format (`leaving_iceberg`), clear the files its drop keeps where the new table
+        goes (_rebuild says why). -#}
+    {% do adapter.drop_relation(existing_relation) %}
+    {%- if leaving_iceberg -%}
+        {% do kappa._clear_table_location(existing_relation.schema, existing_relation.identifier, "the files of the Iceberg table it was") %}
+    {%- endif -%}
 {% endmacro %}
