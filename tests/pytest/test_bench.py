@@ -463,8 +463,7 @@ def test_the_formats_table_sets_each_targets_figures_side_by_side(bench):
 
     work, _, report = bench
     loaded = load_report(work / "out" / f"bench-{report['events']}.json")
-    formats = {"local": "parquet", "local_delta": "delta"}
-    table = FormatsReport(report["events"], {"local": loaded, "local_delta": loaded}, formats)
+    table = FormatsReport({"local": loaded, "local_delta": loaded})
     lines = table.markdown().splitlines()
     assert "| step | local (parquet) | local_delta (Delta) | local_delta / local |" in lines
     plus, warm = loaded.seconds("incremental +1%"), loaded.seconds("full refresh again, warm")
@@ -486,9 +485,7 @@ def test_the_formats_table_sets_each_targets_figures_side_by_side(bench):
 def test_bench_targets_are_checked_before_anything_runs(tmp_path):
     from kappa_shop.bench.formats import check_targets
 
-    assert check_targets(REPO_ROOT, ["local", "local_delta", "local_iceberg"]) == {
-        "local": "parquet", "local_delta": "delta", "local_iceberg": "iceberg"
-    }  # fmt: skip
+    check_targets(REPO_ROOT, ["local", "local_delta", "local_iceberg"])  # no refusal
     for targets, refusal in (
         (["local", "cluster"], "--targets: 'cluster' is not an embedded-Spark target"),
         (["local", "locale"], "unknown target 'locale'"),

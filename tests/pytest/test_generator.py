@@ -290,3 +290,22 @@ def test_the_catalog_seed_is_the_generators_catalog():
 
     seed = REPO_ROOT / "seeds" / "reference" / "product_catalog.csv"
     assert seed.read_text() == as_csv()
+
+
+def test_a_log_is_reused_only_for_the_settings_it_was_made_with(tmp_path):
+    # (the benchmarks' reuse: kappa_shop.bench.recorder.generate_log and the live benchmark)
+    from dataclasses import replace
+
+    from kappa_shop.log.generator import made_with
+
+    config = GeneratorConfig(seed=3, events=1_000, days=1, batches=2)
+    assert not made_with(tmp_path / "log", config)
+    generate(config, tmp_path / "log", progress=lambda m: None)
+    assert made_with(tmp_path / "log", config)
+    assert not made_with(tmp_path / "log", replace(config, first_lsn=10))
+    # a log made before a knob existed: its manifest lacks it, which counts at its default
+    manifest = json.loads((tmp_path / "log" / "manifest.json").read_text())
+    del manifest["config"]["first_lsn"]
+    (tmp_path / "log" / "manifest.json").write_text(json.dumps(manifest))
+    assert made_with(tmp_path / "log", config)
+    assert not made_with(tmp_path / "log", replace(config, first_lsn=10))

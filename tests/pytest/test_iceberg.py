@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import SMALL_PROOF, TRACED_PATHS, copy_project, kappa_shop_sequence
 
+from kappa_shop.runtime.dbt import Destination
+
 pytestmark = pytest.mark.spark
 
 TARGET = "local_iceberg"
@@ -44,9 +46,8 @@ def iceberg_proof(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, 
     root = copy_project(tmp_path_factory.mktemp("iceberg") / "kappa_shop")
     proof = SMALL_PROOF
     prefix = f"verify_{proof.seed}"
-    dbt_vars = json.dumps(
-        {"kappa_schema": f"{prefix}_full", "raw_schema": f"{prefix}_raw", "kappa_version": None}
-    )
+    # the vars that point dbt at the proof's full-refresh schema, as kappa-shop's own runs say it
+    dbt_vars = json.dumps(Destination(TARGET, f"{prefix}_full", f"{prefix}_raw").dbt_vars())
     compare = [
         "dbt", "show", "--target", TARGET, "--output", "json", "--inline",
         _differing_rows(f"{prefix}_full", f"{prefix}_incremental", SWITCHED),

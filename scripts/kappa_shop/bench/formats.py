@@ -21,6 +21,7 @@ from pathlib import Path
 from kappa_shop.bench.plan import BATCH_ON_HISTORY_STEP, BATCH_ON_TENTH_STEP, WARM_STEP
 from kappa_shop.bench.report import BenchReport, Step
 from kappa_shop.errors import KappaShopError
+from kappa_shop.runtime.dbt import models_format
 
 # what a target's table format is called in the table (dbt_project.yml: by the name's suffix)
 FORMAT_NAMES = {"parquet": "parquet", "delta": "Delta", "iceberg": "Iceberg"}
@@ -38,11 +39,14 @@ STEPS = (
 
 @dataclass
 class FormatsReport:
-    """Each target's report, in the order run, with its table format."""
+    """Each target's report, in the order run."""
 
-    events: int
     reports: dict[str, BenchReport]
-    formats: dict[str, str]
+
+    @property
+    def events(self) -> int:
+        """The valid events of the log every target ran on."""
+        return next(iter(self.reports.values())).events
 
     @property
     def failed(self) -> list[str]:
@@ -56,7 +60,7 @@ class FormatsReport:
     def markdown(self) -> str:
         targets = list(self.reports)
         first = targets[0]
-        heads = [f"{target} ({FORMAT_NAMES[self.formats[target]]})" for target in targets]
+        heads = [f"{target} ({FORMAT_NAMES[models_format(target)]})" for target in targets]
         ratios = [f"{target} / {first}" for target in targets[1:]]
         lines = [
             f"The formats side by side at {self.events:,} events (each target's own "
@@ -110,11 +114,9 @@ def load_report(path: Path) -> BenchReport:
     return BenchReport(**{**data, "steps": [Step(**step) for step in data["steps"]]})
 
 
-def check_targets(profiles_dir: Path, targets: list[str]) -> dict[str, str]:
-    """Each target's table format, once every target is known to profiles.yml, embedded
-    (method: session) and named once: one line naming the first that is not, before anything
-    runs."""
-    from kappa_shop.runtime.dbt import models_format
+def check_targets(profiles_dir: Path, targets: list[str]) -> None:
+    """Every target known to profiles.yml, embedded (method: session) and named once, else one
+    line naming the first that is not, before anything runs."""
     from kappa_shop.runtime.spark import profile_output
 
     if len(targets) < 2 or len(set(targets)) < len(targets):
@@ -128,13 +130,11 @@ def check_targets(profiles_dir: Path, targets: list[str]) -> dict[str, str]:
                 f"--targets: {target!r} is not an embedded-Spark target (method: session); "
                 "the benchmark runs on local, local_delta or local_iceberg"
             )
-    return {target: models_format(target) for target in targets}
 
 
 def run_formats(
     root: Path,
     targets: list[str],
-    formats: dict[str, str],
     events: int,
     work_dir: Path,
     *,
@@ -169,7 +169,7 @@ def run_formats(
             path.replace(path.with_name(f"{path.stem}-{target}{path.suffix}"))
         [result] = [path for path in written if path.suffix == ".json"]
         reports[target] = load_report(result.with_name(f"{result.stem}-{target}.json"))
-    return FormatsReport(reports[targets[0]].events, reports, formats)
+    return FormatsReport(reports)
 
 
 def _results(work_dir: Path) -> list[Path]:

@@ -47,7 +47,7 @@ from typing import IO, Any
 from kappa_shop.bench.sampler import busy_share, machine_cpu_ticks, tree_cpu_seconds, tree_rss
 from kappa_shop.errors import KappaShopError
 from kappa_shop.log.config import GeneratorConfig
-from kappa_shop.log.generator import generate, read_manifest
+from kappa_shop.log.generator import generate, made_with, read_manifest
 from kappa_shop.log.landing import batch_numbers, deliver
 from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.processes import wait_for_the_group_to_die
@@ -520,12 +520,8 @@ def _logs(
                                    batches=live_batches, first_offset=LIVE_FIRST_OFFSET,
                                    first_lsn=LIVE_FIRST_OFFSET)),
     ):  # fmt: skip
-        made = (log_dir / "manifest.json").exists()
-        if made and read_manifest(log_dir)["config"].get("first_lsn", 0) != config.first_lsn:
-            # made before its LSNs continued the history's: made again
-            shutil.rmtree(log_dir)
-            made = False
-        if not made:
+        if not made_with(log_dir, config):
+            shutil.rmtree(log_dir, ignore_errors=True)
             say(f"bench --live: generating {config.events:,} events into {log_dir} ...")
             generate(config, log_dir, progress=lambda _line: None)
     return history_log, live_log

@@ -47,21 +47,14 @@ from kappa_shop.bench.sampler import (
     tree_cpu_seconds,
 )
 from kappa_shop.errors import KappaShopError
-from kappa_shop.log.generator import GeneratorConfig, read_manifest
+from kappa_shop.log.generator import GeneratorConfig, made_with, read_manifest
 from kappa_shop.runtime.dbt import DbtProject
 
 
 def generate_log(config: GeneratorConfig, log_dir: Path, say: Callable[[str], None]) -> Step:
     """Generate the log in a process of its own (reused when the same log is there)."""
     figures = log_dir.parent / f"{log_dir.name}.generated.json"
-    manifest = log_dir / "manifest.json"
-    reusable = manifest.is_file() and figures.is_file()
-    # a knob added to the generator since the log was made has its default there (the same
-    # bytes as before it existed)
-    made_with = (
-        {**asdict(GeneratorConfig()), **read_manifest(log_dir)["config"]} if reusable else {}
-    )
-    if made_with == asdict(config):
+    if figures.is_file() and made_with(log_dir, config):
         say(f"Reusing the log in {log_dir} (generated earlier with the same settings)")
         return Step(**json.loads(figures.read_text()))
     if log_dir.exists():

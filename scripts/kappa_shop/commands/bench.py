@@ -171,13 +171,13 @@ def _run_targets(arguments: argparse.Namespace) -> int:
             "--targets runs the standard steps: not with --live, --successive or --target"
         )
     project = open_project(arguments)
-    formats = check_targets(project.profiles_dir, arguments.targets)
+    check_targets(project.profiles_dir, arguments.targets)
     for target in arguments.targets:
         check_schema_name(f"{arguments.schema}_{target}", target)
     work_dir = (arguments.work_dir or project.root / "data" / "bench").resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
     report = run_formats(
-        project.root, arguments.targets, formats, arguments.events, work_dir,
+        project.root, arguments.targets, arguments.events, work_dir,
         seed=arguments.seed, schema=arguments.schema, select=arguments.select,
     )  # fmt: skip
     print(report.markdown())

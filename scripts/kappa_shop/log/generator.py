@@ -130,6 +130,16 @@ def _manifest(config: GeneratorConfig, shop: Shop) -> dict[str, Any]:
     }
 
 
+def made_with(log_dir: Path, config: GeneratorConfig) -> bool:
+    """Whether `log_dir` holds a finished log generated with `config` (a knob added to the
+    generator since the log was made counts at its default: the same bytes as before it
+    existed), so that it can be reused."""
+    if not (log_dir / "manifest.json").is_file():
+        return False
+    made = {**asdict(GeneratorConfig()), **read_manifest(log_dir)["config"]}
+    return made == asdict(config)
+
+
 def read_manifest(log_dir: Path) -> dict[str, Any]:
     """The manifest of a generated log; a clear error if the directory is not one."""
     path = log_dir / "manifest.json"
