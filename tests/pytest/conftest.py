@@ -207,6 +207,9 @@ for arguments in json.loads(sys.argv[1]):
     if arguments[0] == "dbt":  # dbt itself, on the Spark session kappa-shop started
         from dbt.cli.main import dbtRunner
         status = 0 if dbtRunner().invoke(arguments[1:]).success else 1
+    elif arguments[0] == "python":  # a test's own Python, on that session; raises or passes
+        exec(arguments[1], {"__name__": "kappa_shop_sequence_step"})
+        status = 0
     else:
         status = main(arguments)
     sys.stdout.flush()
@@ -223,7 +226,9 @@ def kappa_shop_sequence(
     (its environment: subprocess_environment with `settings`), as a user's shell runs them but
     paying for one JVM and its warm-up instead of one per command; each must exit 0. A command
     whose first word is `dbt` is dbt's, invoked in the same process after a kappa-shop command
-    started Spark (dbt takes that session). Returns what each command printed, in order."""
+    started Spark (dbt takes that session); `["python", CODE]` runs a test's CODE there (the
+    session is SparkSession.builder.getOrCreate()). Returns what each command printed, in
+    order."""
     result = run_in(
         root, [sys.executable, "-c", _SEQUENCE, json.dumps(commands)], timeout, **settings
     )

@@ -38,7 +38,7 @@ from typing import Any
 
 from kappa_shop.errors import KappaShopError
 from kappa_shop.runtime.contract import EARLIER_LEDGER_TABLE, LEDGER_TABLE, RUN_LOCK_TABLE
-from kappa_shop.runtime.dbt import DbtProject, models_format
+from kappa_shop.runtime.dbt import DbtProject
 from kappa_shop.runtime.warehouse import Warehouse, schema_exists, table_names
 
 REGISTRY = "kappa_versions"
@@ -259,19 +259,14 @@ def _point_views(
     warehouse: Warehouse, relations: dict[str, str], stale: Collection[str] = ()
 ) -> None:
     """Point each serving name at its physical relation (a view per name, replaced in one
-    statement each); drop the serving names in `stale` that are not among them. On Iceberg
-    each view is dropped and created again: Iceberg's session catalog runs `create or replace
-    view` on an existing view of Spark's catalog without replacing it (readers go on reading
-    the old version) and refuses `alter view ... as`, so there a reader can find a name
-    missing for a moment."""
+    statement each, in place: a reader finds the old relation or the new one, never no name);
+    drop the serving names in `stale` that are not among them."""
     for schema in sorted({name.split(".")[0] for name in relations}):
         warehouse.sql(f"create schema if not exists {schema}")
-    recreate = models_format(warehouse.target) == "iceberg"
     for step, (name, physical) in enumerate(sorted(relations.items()), start=1):
-        if recreate:
-            warehouse.sql(f"drop view if exists {name}")
-        create = "create view" if recreate else "create or replace view"
-        warehouse.sql(f"{create} {name} with schema evolution as select * from {physical}")
+        warehouse.sql(
+            f"create or replace view {name} with schema evolution as select * from {physical}"
+        )
         fault_point(f"switch:{step}")
     for name in sorted(set(stale) - set(relations)):
         warehouse.sql(f"drop view if exists {name}")
